@@ -1,0 +1,3 @@
+from torchsmith.cli import run
+
+run()

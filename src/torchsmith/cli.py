@@ -1,0 +1,110 @@
+"""The thin command-line layer: parse arguments, call the library, print the result.
+
+``main(argv) -> int`` never raises: known failures print ``error:`` and ``tip:`` lines (or a
+JSON error envelope with --json) and return their exit code; tracebacks only with --debug.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Sequence
+
+import click
+
+from torchsmith import __version__, envelope
+from torchsmith.errors import TorchsmithError
+
+# name -> "module:attribute" of a click.Command; imported lazily so start-up stays fast.
+COMMANDS: dict[str, str] = {
+    "doctor": "torchsmith.commands.doctor:doctor",
+    "inspect": "torchsmith.commands.inspect:inspect_cmd",
+    "plan": "torchsmith.commands.plan:plan",
+    "explain": "torchsmith.commands.explain:explain",
+    "kb": "torchsmith.commands.kb:kb",
+}
+
+INTERNAL_ERROR_EXIT = 70
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if _importable(name)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS or not _importable(cmd_name):
+            return None
+        module, attr = COMMANDS[cmd_name].split(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+def _importable(name: str) -> bool:
+    module = COMMANDS[name].split(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchsmith")
+@click.option("--debug", is_flag=True, help="Log every external command and show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Get a working, fast GPU PyTorch onto this machine and keep it working."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    as_json = "--json" in args
+    command = next((a for a in args if a in COMMANDS), "error")
+    try:
+        cli.main(args=args, prog_name="torchsmith", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except TorchsmithError as exc:
+        if debug:
+            raise
+        _report(command, exc.message, exc.tip, exc.exit_code, as_json)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if debug:
+            raise
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        _report(command, message, "rerun with --debug and report it", INTERNAL_ERROR_EXIT, as_json)
+        return INTERNAL_ERROR_EXIT
+    return 0
+
+
+def _report(command: str, message: str, tip: str | None, code: int, as_json: bool) -> None:
+    first_line = message.strip().splitlines()[0] if message.strip() else "failed"
+    if as_json:
+        click.echo(envelope.dumps(envelope.wrap_error(command, first_line, tip, code)))
+        return
+    click.echo(f"error: {first_line}", err=True)
+    if tip:
+        click.echo(f"tip: {tip}", err=True)
+
+
+def run() -> None:
+    sys.exit(main())

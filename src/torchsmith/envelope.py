@@ -1,0 +1,50 @@
+"""The versioned JSON envelope every ``--json`` output uses.
+
+Shape (pinned by tests/test_envelope_contract.py)::
+
+    {"schema": "torchsmith/<command>", "schema_version": N, "torchsmith": "<version>",
+     "ok": true, "data": {...}}
+
+and on failure ``{"schema": ..., "ok": false,
+"error": {"message": ..., "tip": ..., "exit_code": N}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from torchsmith import __version__
+from torchsmith.util.serialize import to_jsonable
+
+SCHEMA_VERSIONS: dict[str, int] = {
+    "doctor": 1,
+    "inspect": 1,
+    "plan": 1,
+    "explain": 1,
+    "error": 1,
+}
+
+
+def wrap(command: str, data: Any) -> dict[str, Any]:
+    return {
+        "schema": f"torchsmith/{command}",
+        "schema_version": SCHEMA_VERSIONS[command],
+        "torchsmith": __version__,
+        "ok": True,
+        "data": to_jsonable(data),
+    }
+
+
+def wrap_error(command: str, message: str, tip: str | None, exit_code: int) -> dict[str, Any]:
+    return {
+        "schema": f"torchsmith/{command}",
+        "schema_version": SCHEMA_VERSIONS.get(command, SCHEMA_VERSIONS["error"]),
+        "torchsmith": __version__,
+        "ok": False,
+        "error": {"message": message, "tip": tip, "exit_code": exit_code},
+    }
+
+
+def dumps(envelope: dict[str, Any]) -> str:
+    return json.dumps(envelope, indent=2, sort_keys=False, ensure_ascii=False)

@@ -1,0 +1,148 @@
+"""The single gateway for running external commands.
+
+Every call has a timeout; on expiry the process (and its process group on POSIX) is
+terminated, then killed. Output is decoded robustly (UTF-8, UTF-16 with BOM, then
+replacement characters). Failures become typed :class:`~torchsmith.errors.ToolError`
+subclasses whose one-line message names the tool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchsmith.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 15.0
+_GRACE_S = 2.0
+
+
+class CommandNotFoundError(ToolError):
+    """The executable does not exist or is not executable."""
+
+
+class CommandTimeoutError(ToolError):
+    """The command did not finish within its timeout and was killed."""
+
+
+class CommandFailedError(ToolError):
+    """The command exited with a non-zero status where success was required."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr together (many tools print versions on stderr)."""
+        if self.stdout and self.stderr:
+            return self.stdout + "\n" + self.stderr
+        return self.stdout or self.stderr
+
+
+def decode(data: bytes) -> str:
+    """Decode tool output: UTF-16 when it has a BOM, else UTF-8, never raising."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
+def display(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def which(name: str, path: str | None = None) -> str | None:
+    return shutil.which(name, path=path)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    check: bool = False,
+    stdin: bytes | None = None,
+) -> CommandResult:
+    """Run ``argv`` (never through a shell) and return its decoded result.
+
+    Raises CommandNotFoundError, CommandTimeoutError, or (with ``check``) CommandFailedError.
+    """
+    args = tuple(str(a) for a in argv)
+    tool = Path(args[0]).name if args else "?"
+    log.debug("run: %s (timeout %.1fs)", display(args), timeout)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=os.name == "posix",
+        )
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise CommandNotFoundError(f"{tool}: not found ({args[0]})") from exc
+    except PermissionError as exc:
+        raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
+    except OSError as exc:
+        raise CommandNotFoundError(f"{tool}: cannot be started: {exc.strerror or exc}") from exc
+    try:
+        out, err = proc.communicate(input=stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise CommandTimeoutError(
+            f"{tool}: no answer after {timeout:g}s, stopped ({display(args)})",
+            tip="the tool may be hanging; check it by hand or raise --timeout",
+        ) from None
+    result = CommandResult(
+        args, proc.returncode, decode(out), decode(err), time.monotonic() - started
+    )
+    log.debug("exit %d after %.3fs: %s", result.returncode, result.duration_s, tool)
+    if check and not result.ok:
+        first = (result.stderr or result.stdout).strip().splitlines()
+        detail = f": {first[-1].strip()}" if first else ""
+        raise CommandFailedError(f"{tool}: exited with status {result.returncode}{detail}")
+    return result
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate, then kill, the process and (on POSIX) its whole process group."""
+    for hard in (False, True):
+        try:
+            if os.name == "posix":
+                os.killpg(proc.pid, signal.SIGKILL if hard else signal.SIGTERM)  # type: ignore[attr-defined,unused-ignore]
+            elif hard:
+                proc.kill()
+            else:
+                proc.terminate()
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.communicate(timeout=_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
