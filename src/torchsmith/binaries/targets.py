@@ -1,0 +1,458 @@
+"""What ``torchsmith inspect`` reads: a binary, a wheel, a directory, or an installed package."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
+from torchsmith.binaries.formats import BinaryFormatError, describe_head, sniff
+from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream
+from torchsmith.errors import InputError
+from torchsmith.probe.model import ArchSet
+from torchsmith.util import cmd
+
+TargetKind = Literal["file", "directory", "wheel", "package"]
+
+# Members of a wheel (and files of a distribution) worth reading.
+BINARY_NAME = re.compile(r"\.(so(\.\d+)*|dll|pyd)$", re.IGNORECASE)
+# Files in a directory never worth opening.
+TEXT_SUFFIXES = frozenset(
+    [
+        ".py",
+        ".pyi",
+        ".pyc",
+        ".pyx",
+        ".pxd",
+        ".h",
+        ".hpp",
+        ".hh",
+        ".cuh",
+        ".cu",
+        ".cpp",
+        ".cc",
+        ".c",
+        ".txt",
+        ".md",
+        ".rst",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".cfg",
+        ".ini",
+        ".cmake",
+        ".html",
+        ".css",
+        ".js",
+        ".csv",
+        ".typed",
+        ".pth",
+        ".sh",
+        ".bat",
+        ".ps1",
+        ".in",
+        ".lock",
+    ]
+)
+PACKAGE_TIMEOUT_S = 60.0
+PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ProgressCallback(Protocol):
+    def __call__(self, done: int, total: int, current: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class InspectReport:
+    """GPU code found in a target, per binary and in total."""
+
+    target: str
+    kind: TargetKind
+    location: str  # the file, directory or wheel read
+    binaries: tuple[BinaryReport, ...]
+    sass: tuple[str, ...] = ()  # union over binaries, sorted by arch number
+    ptx: tuple[str, ...] = ()
+    sass_counts: dict[str, int] = field(default_factory=dict)  # summed over binaries
+    ptx_counts: dict[str, int] = field(default_factory=dict)
+    lto_counts: dict[str, int] = field(default_factory=dict)
+    files_read: int = 0
+    files_with_gpu_code: int = 0
+    package_version: str | None = None
+    gpu: str | None = None  # what was asked for: "12.0", "RTX 5090"
+    compute_capability: str | None = None
+    runs_on: RunsOn | None = None
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+def inspect_target(
+    target: str,
+    *,
+    python: str | None = None,
+    compute_capability: str | None = None,
+    gpu: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> InspectReport:
+    """Read the GPU code in ``target``: a binary, a .whl, a directory, or an installed package.
+
+    A package name is located in the ``python`` interpreter (default: this one) without importing
+    it. With ``compute_capability`` ("12.0", "sm_120", "120") each binary and the total get
+    :class:`RunsOn`; ``gpu`` is only recorded (the name the user asked about).
+    Raises InputError for a missing path, a file that is no binary, a zip that is no wheel, or a
+    package that is not installed.
+    """
+    started = time.monotonic()
+    path = Path(target).expanduser()
+    version = None
+    notes: list[str] = []
+    if path.is_dir():
+        kind: TargetKind = "directory"
+        location = str(path)
+        binaries = _read_files(_directory_files(path), path, progress, notes)
+    elif path.is_file():
+        kind, location = _file_kind(path), str(path)
+        if kind == "wheel":
+            binaries = _read_wheel(path, progress, notes)
+        else:
+            binaries = (read_binary(path),)
+            if progress is not None:
+                progress(binaries[0].size_bytes, binaries[0].size_bytes, str(path))
+    elif _looks_like_path(target):
+        raise InputError(f"{target}: no such file or directory")
+    else:
+        kind = "package"
+        found = locate_package(target, python=python)
+        location, version = found.location, found.version
+        root = Path(found.location) if Path(found.location).is_dir() else None
+        binaries = _read_files(iter(found.files), root, progress, notes)
+    report = summarize_binaries(
+        target, kind=kind, location=location, binaries=binaries, notes=notes, version=version
+    )
+    if compute_capability is not None:
+        report = with_runs_on(report, compute_capability, gpu=gpu)
+    return dataclasses.replace(report, seconds=round(time.monotonic() - started, 3))
+
+
+def summarize_binaries(
+    target: str,
+    *,
+    kind: TargetKind,
+    location: str,
+    binaries: Iterable[BinaryReport],
+    notes: Iterable[str] = (),
+    version: str | None = None,
+) -> InspectReport:
+    items = tuple(sorted(binaries, key=lambda b: b.path))
+    sass: Counter[str] = Counter()
+    ptx: Counter[str] = Counter()
+    lto: Counter[str] = Counter()
+    for b in items:
+        sass.update(b.sass_counts)
+        ptx.update(b.ptx_counts)
+        lto.update(b.lto_counts)
+    return InspectReport(
+        target=target,
+        kind=kind,
+        location=location,
+        binaries=items,
+        sass=sort_archs(sass),
+        ptx=sort_archs(ptx),
+        sass_counts={k: sass[k] for k in sorted(sass, key=sort_key)},
+        ptx_counts={k: ptx[k] for k in sorted(ptx, key=sort_key)},
+        lto_counts={k: lto[k] for k in sorted(lto, key=sort_key)},
+        files_read=sum(1 for b in items if b.error is None),
+        files_with_gpu_code=sum(1 for b in items if b.has_gpu_code),
+        package_version=version,
+        notes=tuple(notes),
+    )
+
+
+def with_runs_on(
+    report: InspectReport, compute_capability: str, *, gpu: str | None = None
+) -> InspectReport:
+    """Add the runs-on verdict for one GPU, per binary with GPU code and in total."""
+    total = runs_on(report.sass, report.ptx, compute_capability)
+    binaries = tuple(
+        dataclasses.replace(b, runs_on=runs_on(b.sass, b.ptx, compute_capability))
+        if b.sass or b.ptx
+        else b
+        for b in report.binaries
+    )
+    return dataclasses.replace(
+        report,
+        binaries=binaries,
+        gpu=gpu or compute_capability,
+        compute_capability=total.compute_capability,
+        runs_on=total,
+    )
+
+
+def read_archs(paths: Iterable[Path]) -> ArchSet:
+    """The union of SASS and PTX archs in these binaries (or directories); headers only.
+
+    Never raises for a bad or missing file: what could not be read is named in ``error``.
+    """
+    sass: set[str] = set()
+    ptx: set[str] = set()
+    files: list[str] = []
+    errors: list[str] = []
+    for given in paths:
+        path = Path(given)
+        candidates = _directory_files(path) if path.is_dir() else iter([path])
+        for file in candidates:
+            try:
+                report = read_binary(file)
+            except InputError as exc:
+                if not path.is_dir():
+                    errors.append(exc.message)
+                continue
+            files.append(str(file))
+            sass.update(report.sass)
+            ptx.update(report.ptx)
+    return ArchSet(
+        sass=sort_archs(sass),
+        ptx=sort_archs(ptx),
+        files=tuple(files),
+        error="; ".join(errors) or None,
+    )
+
+
+# -- files and directories -------------------------------------------------------------------
+
+
+def _looks_like_path(target: str) -> bool:
+    return (
+        os.sep in target
+        or "/" in target
+        or target.startswith(".")
+        or target.endswith((".whl", ".so", ".dll", ".pyd", ".zip", ".exe", ".o"))
+        or not PACKAGE_NAME.match(target)
+    )
+
+
+def _file_kind(path: Path) -> TargetKind:
+    with path.open("rb") as fh:
+        head = fh.read(64)
+    if head.startswith(b"PK\x03\x04") or path.suffix.lower() == ".whl":
+        return "wheel"
+    if sniff(head) is None:
+        raise BinaryFormatError(
+            f"{path}: not an ELF or PE binary ({describe_head(head)})",
+            tip="give a .so, .dll, .pyd, executable, wheel, directory or installed package name",
+        )
+    return "file"
+
+
+def _directory_files(root: Path) -> Iterator[Path]:
+    """Every regular file under ``root`` that may be a binary (by name and first bytes), once."""
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if Path(name).suffix.lower() in TEXT_SUFFIXES:
+                continue
+            path = Path(dirpath, name)
+            try:
+                if not path.is_file():
+                    continue
+                real = os.path.realpath(path)
+                if real in seen:
+                    continue
+                seen.add(real)
+                with path.open("rb") as fh:
+                    if sniff(fh.read(8)) is None:
+                        continue
+            except OSError:
+                continue
+            yield path
+
+
+def _read_files(
+    files: Iterator[Path], root: Path | None, progress: ProgressCallback | None, notes: list[str]
+) -> tuple[BinaryReport, ...]:
+    paths = list(files)
+    sizes = [_size(p) for p in paths]
+    total = sum(sizes)
+    done = 0
+    out: list[BinaryReport] = []
+    for path, size in zip(paths, sizes, strict=True):
+        shown = (
+            str(path.relative_to(root))
+            if root is not None and path.is_relative_to(root)
+            else str(path)
+        )
+        if progress is not None:
+            progress(done, total, shown)
+        try:
+            out.append(read_binary(path, display=shown))
+        except InputError as exc:
+            out.append(_unreadable(shown, size, exc.message))
+        done += size
+    if progress is not None:
+        progress(total, total, "")
+    if not paths:
+        notes.append("no binaries (ELF or PE files) found")
+    return tuple(out)
+
+
+def _unreadable(shown: str, size: int, message: str) -> BinaryReport:
+    reason = message.split(": ", 1)[1] if message.startswith(shown + ": ") else message
+    return BinaryReport(shown, "unknown", size, False, notes=(reason,), error=reason)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+# -- wheels ----------------------------------------------------------------------------------
+
+
+def _read_wheel(
+    path: Path, progress: ProgressCallback | None, notes: list[str]
+) -> tuple[BinaryReport, ...]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(
+            f"{path}: not a wheel (not a readable zip archive: {exc})",
+            tip="download the wheel again; a .whl is a zip file",
+        ) from None
+    with archive:
+        names = archive.namelist()
+        if not any(re.match(r"^[^/]+\.dist-info/WHEEL$", n) for n in names):
+            raise InputError(
+                f"{path}: a zip archive but not a wheel (no *.dist-info/WHEEL inside)",
+                tip="give a .whl file, a directory, a binary or an installed package name",
+            )
+        members = [
+            i for i in archive.infolist() if BINARY_NAME.search(i.filename) and not i.is_dir()
+        ]
+        total = sum(i.file_size for i in members)
+        done = 0
+        out: list[BinaryReport] = []
+        for info in members:
+            shown = info.filename
+
+            def step(pos: int, base: int = done, name: str = shown) -> None:
+                if progress is not None:
+                    progress(base + pos, total, name)
+
+            try:
+                with archive.open(info) as stream:
+                    out.append(read_stream(shown, stream, info.file_size, progress=step))
+            except InputError as exc:
+                out.append(_unreadable(shown, info.file_size, exc.message))
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                out.append(
+                    _unreadable(shown, info.file_size, f"cannot be read from the wheel: {exc}")
+                )
+            done += info.file_size
+        if progress is not None:
+            progress(total, total, "")
+    if not members:
+        notes.append("the wheel holds no .so, .dll or .pyd files")
+    return tuple(out)
+
+
+# -- installed packages ----------------------------------------------------------------------
+
+_LOCATE_SCRIPT = r"""
+import importlib.metadata as md, importlib.util as iu, json, os, re, sys
+if sys.path and sys.path[0] in ("", os.getcwd()):
+    sys.path.pop(0)  # the working directory must not shadow the installed package
+name = sys.argv[1]
+binary = re.compile(sys.argv[2], re.IGNORECASE)
+out = {"python": sys.executable, "files": [], "location": None, "version": None}
+try:
+    dist = md.distribution(name)
+except Exception:
+    dist = None
+if dist is not None:
+    out["version"] = dist.version
+    for f in dist.files or []:
+        if binary.search(str(f)):
+            p = os.path.abspath(str(f.locate()))
+            if os.path.isfile(p):
+                out["files"].append(p)
+    out["location"] = os.path.abspath(str(dist.locate_file("")))
+top, _, rest = name.replace("-", "_").partition(".")
+spec = None
+try:
+    spec = iu.find_spec(top)
+except Exception:
+    pass
+if spec is not None:
+    if spec.submodule_search_locations:
+        where = os.path.abspath(list(spec.submodule_search_locations)[0])
+    elif spec.origin and os.path.isfile(spec.origin):
+        where = os.path.abspath(spec.origin)
+    else:
+        where = None
+    for part in [p for p in rest.split(".") if p] if where else []:
+        if os.path.isdir(os.path.join(where, part)):
+            where = os.path.join(where, part)
+        else:
+            where = None
+            break
+    if where:
+        out["module"] = where
+print("TORCHSMITH_JSON:" + json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class PackageLocation:
+    name: str
+    python: str
+    location: str  # package directory (or module file, or site-packages for a distribution)
+    version: str | None
+    files: tuple[Path, ...]
+
+
+def locate_package(name: str, *, python: str | None = None) -> PackageLocation:
+    """Find an installed package's binaries in ``python`` without importing the package.
+
+    A distribution name (``torch``, ``nvidia-cudnn-cu12``) gives the binaries its RECORD lists;
+    otherwise (or when RECORD lists none, as for editable installs) the module's directory is
+    walked. Raises InputError when neither exists.
+    """
+    interpreter = python or sys.executable
+    result = cmd.run(
+        [interpreter, "-c", _LOCATE_SCRIPT, name, BINARY_NAME.pattern], timeout=PACKAGE_TIMEOUT_S
+    )
+    line = next(
+        (ln for ln in result.stdout.splitlines() if ln.startswith("TORCHSMITH_JSON:")), None
+    )
+    if not result.ok or line is None:
+        last = (result.stderr or result.stdout).strip().splitlines()
+        raise InputError(
+            f"{interpreter}: could not look up package {name!r}"
+            + (f": {last[-1]}" if last else ""),
+            tip="check that --python points at a working Python interpreter",
+        )
+    data = json.loads(line.split(":", 1)[1])
+    module = data.get("module")
+    files = tuple(Path(p) for p in data["files"])
+    if module and not files:
+        files = (Path(module),) if Path(module).is_file() else tuple(_directory_files(Path(module)))
+    if not files and not module and data["version"] is None:
+        raise InputError(
+            f"package {name!r} is not installed in {data['python']}",
+            tip="check the name, or point --python at the interpreter that has it",
+        )
+    location = module or data["location"] or data["python"]
+    return PackageLocation(name, data["python"], location, data["version"], files)

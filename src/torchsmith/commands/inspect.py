@@ -1,0 +1,63 @@
+"""``torchsmith inspect``: the GPU architectures really inside binaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from torchsmith.binaries.gpu import resolve_gpu
+from torchsmith.binaries.targets import InspectReport, inspect_target
+from torchsmith.commands.common import emit, json_option
+from torchsmith.render.inspect import progress_bar, render_inspect
+
+
+@click.command("inspect")
+@click.argument("target")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Interpreter in which to find a package TARGET (default: this one). Never imported.",
+)
+@click.option(
+    "--gpu",
+    metavar="CC|NAME",
+    help="Say whether the code runs on this GPU: 12.0, sm_120, 120, or a GPU name.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Also list binaries without GPU code.")
+@json_option
+@click.pass_context
+def inspect_cmd(
+    ctx: click.Context,
+    target: str,
+    *,
+    python: str | None,
+    gpu: str | None,
+    show_all: bool,
+    as_json: bool,
+) -> None:
+    """Show the SASS and PTX architectures inside TARGET.
+
+    TARGET is a binary (.so, .dll, .pyd, executable), a wheel (.whl, read in place), a directory
+    (searched recursively) or the name of an installed package (e.g. torch). Reads the CUDA fat
+    binaries' headers directly; no CUDA toolkit needed. With --gpu, exits 1 when the code has
+    nothing that runs on that GPU.
+    """
+    resolved = resolve_gpu(gpu) if gpu else None
+    with progress_bar(Console(stderr=True)) as progress:
+        report = inspect_target(
+            target,
+            python=python,
+            compute_capability=resolved.compute_capability if resolved else None,
+            gpu=gpu,
+            progress=progress,
+        )
+
+    def render(result: Any, console: Console) -> None:
+        render_inspect(result, console, show_all=show_all)
+
+    emit("inspect", report, as_json=as_json, render=render)
+    if isinstance(report, InspectReport) and report.runs_on is not None and not report.runs_on.ok:
+        ctx.exit(1)
