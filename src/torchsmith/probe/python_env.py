@@ -1,0 +1,228 @@
+"""The target interpreter: which one, and what it is (plus the torch it would import).
+
+"The target" is the Python whose torch doctor reports on. Without ``--python`` it is the
+**active environment** as the user's shell sees it, because torchsmith itself usually runs from
+an isolated environment (pipx, ``uv tool``) that never holds torch, so its own
+``sys.executable`` is the wrong answer. In order:
+
+1. ``$VIRTUAL_ENV`` — an activated venv/virtualenv/uv environment (it wins over conda: a venv
+   activated on top of a conda env is the innermost one);
+2. ``$CONDA_PREFIX`` — an activated conda/mamba/pixi environment;
+3. ``python3`` (POSIX) or ``python`` (Windows) on ``PATH``, then the other name — what typing
+   ``python`` would run;
+4. torchsmith's own ``sys.executable``, the last resort.
+
+An environment variable that points at a directory without an interpreter (a deleted venv) is
+skipped. ``--python`` accepts an interpreter or an environment directory.
+
+Everything about the target is read by ONE subprocess running ``scripts/target_probe.py``
+inside it, with a timeout; it never imports torch. PYTHONPATH and the user site stay in effect
+(they decide what ``import torch`` finds), the script's own directory does not.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from torchsmith import platforms
+from torchsmith.errors import InputError
+from torchsmith.probe.model import PythonInfo, TorchInfo
+from torchsmith.probe.torch_env import torch_info_from_report
+from torchsmith.util import cmd
+
+log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 10.0
+VERIFY_TIMEOUT_S = 10.0
+SCRIPT = Path(__file__).parent / "scripts" / "target_probe.py"
+MARKER = "TORCHSMITH-PROBE:"
+SCHEMA = 1
+_VERIFY_MARKER = "torchsmith-python-ok"
+# Prints the marker on any Python (2.x included); anything else prints something else.
+_VERIFY_CODE = f"import sys; sys.stdout.write('{_VERIFY_MARKER} %d.%d.%d' % sys.version_info[:3])"
+# macOS framework builds pass this to children, which then believe they run in *our* venv.
+_DROP_ENV = ("__PYVENV_LAUNCHER__",)
+
+
+# ---------------------------------------------------------------- which interpreter
+
+
+def resolve_python(path: str | None, *, timeout: float = VERIFY_TIMEOUT_S) -> str:
+    """The target interpreter's path (absolute, symlinks kept: a venv's python is a symlink).
+
+    ``None`` picks the active environment (see the module docstring) and never raises. An
+    explicit ``path`` may be an interpreter or an environment directory; it raises
+    :class:`InputError` when it does not exist, is a directory without an interpreter, or is an
+    executable that is not Python. A ``path`` that does not answer within ``timeout`` is
+    returned as is: a hanging interpreter is a broken environment, which the probe reports.
+    """
+    if path is None:
+        return active_python()
+    given = Path(path).expanduser()
+    if not given.exists():
+        raise InputError(
+            f"--python {path}: no such file or directory",
+            tip="pass a Python interpreter or a virtual environment directory",
+        )
+    exe = _interpreter_in(given) if given.is_dir() else given
+    if exe is None:
+        raise InputError(
+            f"--python {path}: a directory without a Python interpreter "
+            "(no bin/python or Scripts\\python.exe)",
+            tip="pass the interpreter itself, or the root of a venv or conda environment",
+        )
+    exe = exe.absolute()
+    _verify_is_python(str(exe), path, timeout)
+    return str(exe)
+
+
+def active_python(environ: Mapping[str, str] | None = None) -> str:
+    """The interpreter of the environment active in the user's shell (module docstring)."""
+    env = os.environ if environ is None else environ
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        root = env.get(var)
+        if root:
+            exe = _interpreter_in(Path(root))
+            if exe is not None:
+                return str(exe.absolute())
+            log.debug("$%s=%s holds no interpreter; skipped", var, root)
+    names = ("python", "python3") if platforms.current_os() == "windows" else ("python3", "python")
+    for name in names:
+        found = cmd.which(name, path=env.get("PATH"))
+        if found:
+            return str(Path(found).absolute())
+    return sys.executable
+
+
+def _interpreter_in(root: Path) -> Path | None:
+    """The interpreter of an environment directory (venv or conda, POSIX or Windows layout)."""
+    if platforms.current_os() == "windows":
+        candidates = ("Scripts/python.exe", "python.exe", "bin/python.exe")
+    else:
+        candidates = ("bin/python3", "bin/python", "Scripts/python.exe")
+    for rel in candidates:
+        exe = root / rel
+        if exe.is_file():
+            return exe
+    return None
+
+
+def _verify_is_python(exe: str, given: str, timeout: float) -> None:
+    try:
+        result = cmd.run([exe, "-c", _VERIFY_CODE], timeout=timeout, env=child_env())
+    except cmd.CommandTimeoutError:
+        log.debug("%s did not answer within %gs; left to the probe to report", exe, timeout)
+        return
+    except cmd.CommandNotFoundError as exc:
+        raise InputError(
+            f"--python {given}: cannot be run ({exc.message})",
+            tip="pass an executable Python interpreter",
+        ) from exc
+    if result.ok and result.stdout.startswith(_VERIFY_MARKER):
+        return
+    said = (result.stdout or result.stderr).strip().splitlines()
+    detail = f"; it said: {said[0][:120]}" if said else ""
+    raise InputError(
+        f"--python {given}: not a Python interpreter (exit status {result.returncode}{detail})",
+        tip="pass a Python interpreter such as .venv/bin/python, or the environment directory",
+    )
+
+
+def child_env() -> dict[str, str]:
+    """The environment for the target: the user's own, minus what would mislead it."""
+    return {k: v for k, v in os.environ.items() if k not in _DROP_ENV}
+
+
+# ---------------------------------------------------------------- what it is
+
+
+def probe_python_and_torch(
+    python: str, *, timeout: float = PROBE_TIMEOUT_S
+) -> tuple[PythonInfo, TorchInfo | None]:
+    """Describe the interpreter ``python`` and the torch it would import; never raises.
+
+    One subprocess of ``python`` runs ``scripts/target_probe.py`` (``-B``: it writes no
+    bytecode into the target). A failure to run it, a timeout or unreadable output comes back
+    as ``PythonInfo.error`` with torch ``None``.
+    """
+    argv = [python, "-B", str(SCRIPT)]
+    try:
+        result = cmd.run(argv, timeout=timeout, env=child_env())
+    except cmd.CommandTimeoutError:
+        return _failed(python, f"no answer after {timeout:g}s from {python} (hanging?)"), None
+    except cmd.CommandNotFoundError as exc:
+        return _failed(python, exc.message), None
+    try:
+        report = parse_probe_output(result.stdout)
+    except ValueError as exc:
+        return _failed(python, _why_no_report(python, result, str(exc))), None
+    return python_info_from_report(report, python), torch_info_from_report(report)
+
+
+def parse_probe_output(stdout: str) -> dict[str, Any]:
+    """The JSON object after the marker line in the script's output; ValueError if none."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                report = json.loads(line[len(MARKER) :])
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"probe output is not valid JSON: {exc}") from None
+            if not isinstance(report, dict):
+                raise ValueError("probe output is not a JSON object")
+            if report.get("schema") != SCHEMA:
+                raise ValueError(f"probe output has schema {report.get('schema')!r}, not {SCHEMA}")
+            return report
+    raise ValueError("no probe output")
+
+
+def python_info_from_report(report: Mapping[str, Any], python: str) -> PythonInfo:
+    """Build :class:`PythonInfo` from the script's JSON (tolerant of missing fields)."""
+    bits = report.get("bits")
+    return PythonInfo(
+        executable=_str(report.get("executable")) or python,
+        version=_str(report.get("version")) or "unknown",
+        implementation=_str(report.get("implementation")) or "unknown",
+        bits=bits if isinstance(bits, int) else 0,
+        free_threaded=report.get("free_threaded") is True,
+        env_kind=_str(report.get("env_kind")) or "system",
+        env_prefix=_str(report.get("prefix")),
+        platform_tag=_str(report.get("platform_tag")),
+        site_packages=tuple(p for p in report.get("site_packages") or () if isinstance(p, str)),
+    )
+
+
+def _failed(python: str, error: str) -> PythonInfo:
+    return PythonInfo(python, "unknown", "unknown", 0, error=error)
+
+
+def _why_no_report(python: str, result: cmd.CommandResult, parse_error: str) -> str:
+    """One line on why the script gave no report; names the version when that is the cause."""
+    lines = result.stderr.strip().splitlines()
+    last = lines[-1].strip() if lines else parse_error
+    if "SyntaxError" in last:
+        version = _version_of(python)
+        if version is not None and not version.startswith("3."):
+            return f"Python {version} is too old for torchsmith's probe (it needs Python 3.6+)"
+    if result.returncode != 0:
+        return f"the probe script failed in {python} (exit status {result.returncode}): {last}"
+    return f"{parse_error} from {python}"
+
+
+def _version_of(python: str) -> str | None:
+    try:
+        result = cmd.run([python, "-c", _VERIFY_CODE], timeout=5.0, env=child_env())
+    except (cmd.CommandTimeoutError, cmd.CommandNotFoundError):
+        return None
+    if result.stdout.startswith(_VERIFY_MARKER):
+        return result.stdout[len(_VERIFY_MARKER) :].strip()
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
