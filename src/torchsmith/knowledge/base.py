@@ -1,0 +1,220 @@
+"""The query API over the validated knowledge base."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from torchsmith.knowledge import gpunames
+from torchsmith.knowledge.loader import Parsed
+from torchsmith.knowledge.model import (
+    CudaToolkit,
+    DriverFloor,
+    GpuModel,
+    Source,
+    TorchRelease,
+    Wheel,
+    WheelArchs,
+    minor_of,
+    variant_cuda,
+)
+
+ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "x86-64": "x86_64"}
+OS_ALIASES = {
+    "win": "windows",
+    "win32": "windows",
+    "darwin": "macos",
+    "mac": "macos",
+    "osx": "macos",
+}
+
+
+def norm_arch(arch: str) -> str:
+    a = arch.strip().lower()
+    return ARCH_ALIASES.get(a, a)
+
+
+def norm_os(os_name: str) -> str:
+    o = os_name.strip().lower()
+    return OS_ALIASES.get(o, o)
+
+
+def platform_key(platform: str) -> str:
+    """ "linux" → "linux-x86_64", "macos" → "macos-arm64", "windows-amd64" → "windows-x86_64"."""
+    text = platform.strip().lower().replace("_amd64", "-amd64")
+    os_part, _, arch_part = text.partition("-")
+    os_name = norm_os(os_part)
+    if not arch_part:
+        arch_part = "arm64" if os_name == "macos" else "x86_64"
+    arch = norm_arch(arch_part)
+    if os_name == "macos" and arch == "aarch64":
+        arch = "arm64"
+    return f"{os_name}-{arch}"
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+class Knowledge:
+    def __init__(self, parsed: Parsed) -> None:
+        self.sources: dict[str, Source] = parsed.sources
+        self.gpus: tuple[GpuModel, ...] = tuple(parsed.gpus)
+        self.toolkits: tuple[CudaToolkit, ...] = tuple(parsed.toolkits)
+        self.floors: tuple[DriverFloor, ...] = tuple(parsed.floors)
+        self.releases: tuple[TorchRelease, ...] = tuple(parsed.releases)
+        self.wheels: tuple[Wheel, ...] = tuple(parsed.wheels)
+        self._gpu_index: dict[str, GpuModel] = {}
+        for gpu in self.gpus:
+            for label in (gpu.name, *gpu.aliases):
+                self._gpu_index.setdefault(gpunames.normalize(label), gpu)
+        self._wheel_index = {(w.torch, w.variant, w.os, w.arch): w for w in self.wheels}
+
+    # -- GPUs ------------------------------------------------------------------------------
+    def find_gpu(self, name: str) -> GpuModel | None:
+        key = gpunames.normalize(name)
+        if not key:
+            return None
+        found = self._gpu_index.get(key)
+        if found is not None:
+            return found
+        desktop = gpunames.without_laptop(key)
+        if desktop and desktop in self._gpu_index:
+            base = self._gpu_index[desktop]
+            return dataclasses.replace(base, name=name.strip(), kind="laptop", aliases=())
+        # Unknown trailing words ("NVIDIA B300 SXM6 AC"): the longest known prefix that still
+        # names a model number.
+        tokens = key.split()
+        for n in range(len(tokens) - 1, 0, -1):
+            prefix = " ".join(tokens[:n])
+            if prefix in self._gpu_index and re.search(r"\d", prefix):
+                return self._gpu_index[prefix]
+        return None
+
+    def suggest_gpus(self, name: str, limit: int = 5) -> list[str]:
+        key = gpunames.normalize(name)
+        names = {gpunames.normalize(g.name): g.name for g in self.gpus}
+        keys = list(self._gpu_index)
+        out: list[str] = []
+        for match in difflib.get_close_matches(key, keys, n=limit * 2, cutoff=0.5):
+            label = self._gpu_index[match].name
+            if label not in out:
+                out.append(label)
+        numbers = re.findall(r"\d{2,}", key)
+        if numbers:
+            for k, label in names.items():
+                if all(n in k for n in numbers) and label not in out:
+                    out.append(label)
+        return out[:limit]
+
+    # -- CUDA toolkits ----------------------------------------------------------------------
+    def toolkit(self, version: str) -> CudaToolkit | None:
+        m = re.match(r"^\s*(\d+)\.(\d+)", version)
+        if not m:
+            return None
+        key = f"{int(m.group(1))}.{int(m.group(2))}"
+        return next((t for t in self.toolkits if t.version == key), None)
+
+    def driver_floor(self, cuda_version: str, os: str) -> str | None:
+        m = re.match(r"^\s*(\d+)", cuda_version)
+        if not m:
+            return None
+        major = int(m.group(1))
+        floor = next((f for f in self.floors if f.cuda_major == major), None)
+        if floor is None:
+            return None
+        os_name = norm_os(os)
+        if os_name == "linux":
+            return floor.linux
+        if os_name == "windows":
+            return floor.windows
+        return None
+
+    # -- torch releases ---------------------------------------------------------------------
+    def torch_release(self, version: str) -> TorchRelease | None:
+        text = version.strip().split("+")[0]
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", text):
+            return None
+        if text.count(".") == 1:
+            same = [r for r in self.releases if r.minor == text]
+            return same[-1] if same else None
+        wanted = _vkey(text)
+        return next((r for r in self.releases if _vkey(r.version) == wanted), None)
+
+    def companions(self, torch_version: str) -> dict[str, str]:
+        release = self.torch_release(torch_version)
+        if release is None or release.companions is None:
+            return {}
+        return {
+            "torchvision": release.companions.torchvision,
+            "torchaudio": release.companions.torchaudio,
+        }
+
+    def wheel(self, torch_version: str, variant: str, os: str, arch: str) -> Wheel | None:
+        minor = minor_of(torch_version)
+        return self._wheel_index.get((minor, variant.lower(), norm_os(os), norm_arch(arch)))
+
+    def wheels_for(self, torch_version: str, os: str, arch: str) -> list[Wheel]:
+        minor = minor_of(torch_version)
+        os_name, arch_name = norm_os(os), norm_arch(arch)
+        return [
+            w for w in self.wheels if w.torch == minor and w.os == os_name and w.arch == arch_name
+        ]
+
+    def variant_archs(
+        self,
+        torch_version: str,
+        variant: str,
+        os: str,
+        arch: str,
+    ) -> WheelArchs | None:
+        wheel = self.wheel(torch_version, variant, os, arch)
+        return None if wheel is None else wheel.archs
+
+    def pypi_default(self, torch_version: str, platform: str) -> str | None:
+        release = self.torch_release(torch_version)
+        if release is None:
+            return None
+        return release.pypi_default.get(platform_key(platform))
+
+    def python_supported(self, torch_version: str, python: str, platform: str) -> bool | None:
+        """Whether that torch ships wheels for that CPython on that platform; None if unknown."""
+        release = self.torch_release(torch_version)
+        m = re.fullmatch(r"\s*(3)\.(\d+)(?:\.\d+)?(t?)\s*", python)
+        if release is None or m is None:
+            return None
+        tag = f"{m.group(1)}.{m.group(2)}{m.group(3)}"
+        tags = release.python.get(platform_key(platform))
+        if tags is None:
+            return None
+        return tag in tags
+
+    def variant_min_driver(self, variant: str, os: str) -> str | None:
+        """The lowest driver that runs a cuXYZ wheel (its major line's compatibility floor)."""
+        cuda = variant_cuda(variant)
+        return None if cuda is None else self.driver_floor(cuda, os)
+
+    def requires_python(self, torch_version: str) -> SpecifierSet | None:
+        release = self.torch_release(torch_version)
+        return None if release is None else SpecifierSet(release.requires_python)
+
+    def newest_release(self) -> TorchRelease:
+        return self.releases[-1]
+
+    def latest_patches(self) -> list[TorchRelease]:
+        """The newest patch release of every minor, newest minor first."""
+        by_minor: dict[str, TorchRelease] = {}
+        for release in self.releases:
+            by_minor[release.minor] = release
+        return sorted(by_minor.values(), key=lambda r: _vkey(r.version), reverse=True)
+
+
+def parse_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None

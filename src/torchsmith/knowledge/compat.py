@@ -1,0 +1,96 @@
+"""CUDA binary-compatibility rules, as pure functions of arch lists and compute capabilities.
+
+- A cubin for sm_XY runs on a GPU of compute capability X.Z when Z >= Y (same major only).
+- Arch-specific cubins (sm_90a, sm_100a, sm_121a) run only on exactly that GPU; family cubins
+  (sm_100f) on that major from that minor up. Neither is counted for whole-library coverage here:
+  wheels carry them for a few kernels only.
+- PTX for compute_XY can be JIT-compiled by the driver for any GPU of capability >= X.Y.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ARCH = re.compile(r"^(?:sm|compute)_(\d+?)(\d)([af]?)$")
+
+
+def parse_cc(cc: str) -> tuple[int, int]:
+    """ "12.0" → (12, 0); raises ValueError when malformed."""
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", cc.strip())
+    if not m:
+        raise ValueError(f"compute capability {cc!r} is not of the form X.Y")
+    return int(m.group(1)), int(m.group(2))
+
+
+def arch_cc(arch: str) -> tuple[int, int, str] | None:
+    """ "sm_120" → (12, 0, ""); "compute_90a" → (9, 0, "a"); None when it is not an arch name."""
+    m = _ARCH.match(arch)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+def sm_of(cc: str) -> str:
+    major, minor = parse_cc(cc)
+    return f"sm_{major}{minor}"
+
+
+def cc_of(arch: str) -> str | None:
+    parsed = arch_cc(arch)
+    return None if parsed is None else f"{parsed[0]}.{parsed[1]}"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How (or whether) a set of archs serves one GPU."""
+
+    ok: bool
+    via: str | None  # the sm_XY or compute_XY entry that serves it
+    jit: bool = False  # served only through PTX JIT (slow first start, needs a new enough driver)
+
+
+def coverage(sass: tuple[str, ...], ptx: tuple[str, ...], cc: str) -> Coverage:
+    major, minor = parse_cc(cc)
+    best: tuple[int, str] | None = None
+    for arch in sass:
+        parsed = arch_cc(arch)
+        if parsed is None or parsed[2]:
+            continue
+        a_major, a_minor, _ = parsed
+        if a_major == major and a_minor <= minor and (best is None or a_minor > best[0]):
+            best = (a_minor, arch)
+    if best is not None:
+        return Coverage(ok=True, via=best[1])
+    jit: tuple[tuple[int, int], str] | None = None
+    for arch in ptx:
+        parsed = arch_cc(arch)
+        if parsed is None or parsed[2]:
+            continue
+        if (parsed[0], parsed[1]) <= (major, minor) and (jit is None or parsed[:2] > jit[0]):
+            jit = ((parsed[0], parsed[1]), arch)
+    if jit is not None:
+        return Coverage(ok=True, via=jit[1], jit=True)
+    return Coverage(ok=False, via=None)
+
+
+def describe_archs(sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> str:
+    """ "sm_50…sm_90" style summary for messages (full list when short)."""
+    items = sorted(sass, key=_arch_sort_key)
+    text = ", ".join(items) if len(items) <= 4 else f"{items[0]}…{items[-1]}"
+    if ptx:
+        text += " + PTX " + ", ".join(sorted(ptx, key=_arch_sort_key))
+    return text or "no GPU code"
+
+
+def _arch_sort_key(arch: str) -> tuple[int, int, str]:
+    parsed = arch_cc(arch)
+    return parsed if parsed is not None else (0, 0, arch)
+
+
+def torch_cuda_arch_list(ccs: list[str], ptx: bool = False) -> str:
+    """TORCH_CUDA_ARCH_LIST for these compute capabilities: "8.6;12.0" (+PTX on the last one)."""
+    uniq = sorted(set(ccs), key=parse_cc)
+    if ptx and uniq:
+        uniq[-1] += "+PTX"
+    return ";".join(uniq)
