@@ -290,6 +290,20 @@ def test_old_driver_without_compute_cap_field_falls_back_to_the_knowledge_base()
     )
 
 
+def test_old_driver_with_the_shipped_knowledge_base() -> None:
+    """The default lookup: the real knowledge base's GPU table."""
+    machine = smi_machine("mixed-4090-1080ti-linux")
+    machine.commands = {
+        **machine.commands,
+        nvidia_smi.CSV_ARGV: smi("failures/nvidia-smi-compute-cap-invalid.txt", rc=2),
+    }
+    found, _ = probe_gpus(
+        machine=machine,
+        nvml_loader=lambda: nvml_failing(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),
+    )
+    assert [g.compute_capability for g in found] == ["8.9", "6.1"]
+
+
 def test_no_driver_at_all() -> None:
     found, driver = probe_gpus(
         machine=ReplayMachine(),

@@ -28,17 +28,15 @@ NO_DRIVER = "no NVIDIA driver installed"
 
 
 def knowledge_compute_capability(name: str) -> str | None:
-    """The compute capability the knowledge base lists for a GPU name, if it can be asked."""
+    """The compute capability the knowledge base lists for a GPU name; None when unknown."""
     try:
         kb = importlib.import_module("torchsmith.knowledge")
-        lookup = getattr(kb, "compute_capability_for", None)
-        if not callable(lookup):
-            return None
-        answer = lookup(name)
-    except Exception:
+        model = kb.load_knowledge().find_gpu(name)
+    except Exception:  # the fallback must never break the probe
         log.debug("knowledge lookup of %r failed", name, exc_info=True)
         return None
-    return answer if isinstance(answer, str) and answer else None
+    cc = getattr(model, "compute_capability", None)
+    return cc if isinstance(cc, str) and cc else None
 
 
 def probe_gpus(
