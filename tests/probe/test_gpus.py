@@ -170,6 +170,23 @@ def test_nvml_and_nvidia_smi_agree_on_the_same_machine() -> None:
     assert {g.source for g in by_smi} == {"nvidia-smi-xml+csv"}
 
 
+def test_one_lost_gpu_does_not_hide_the_others() -> None:
+    class OneLost(RecordedNvml):
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> dict[str, Any]:
+            if index == 0:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+            return super().nvmlDeviceGetHandleByIndex(index)
+
+    fake = OneLost(json.loads(fixture("2xh200-linux/nvml.json")))
+    found, driver = probe_gpus(machine=ReplayMachine(), nvml_loader=lambda: fake)
+    assert [(g.index, g.name, g.compute_capability) for g in found] == [
+        (0, "NVIDIA GPU (unreadable: GPU is lost)", None),
+        (1, "NVIDIA H200", "9.0"),
+    ]
+    assert driver is not None
+    assert driver.error is None
+
+
 def test_real_nvml_on_a_machine_without_gpu_says_why_quickly() -> None:
     """The real pynvml against this machine: no libnvidia-ml, so NVML fails; a reason, fast."""
     started = time.monotonic()

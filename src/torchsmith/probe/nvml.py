@@ -81,35 +81,42 @@ def _read_initialised(nvml: Any, error_type: type[BaseException]) -> NvmlReport:
             return None
 
     version = _text(nvml.nvmlSystemGetDriverVersion())
-    cuda = optional(nvml.nvmlSystemGetCudaDriverVersion_v2)
-    if cuda is None:
-        cuda = optional(nvml.nvmlSystemGetCudaDriverVersion)
+    cuda = None
+    for name in ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"):
+        fn = getattr(nvml, name, None)  # _v2 is missing from old nvidia-ml-py releases
+        if cuda is None and fn is not None:
+            cuda = optional(fn)
     gpus = []
     for index in range(nvml.nvmlDeviceGetCount()):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        cc = optional(nvml.nvmlDeviceGetCudaComputeCapability, handle)
-        memory = optional(nvml.nvmlDeviceGetMemoryInfo, handle)
-        pci = optional(nvml.nvmlDeviceGetPciInfo, handle)
-        uuid = optional(nvml.nvmlDeviceGetUUID, handle)
-        mig = optional(nvml.nvmlDeviceGetMigMode, handle)
-        gpus.append(
-            GpuInfo(
-                index=index,
-                name=_text(nvml.nvmlDeviceGetName(handle)),
-                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
-                memory_total_bytes=int(memory.total) if memory is not None else None,
-                uuid=_text(uuid) if uuid is not None else None,
-                pci_bus_id=_text(pci.busId) if pci is not None else None,
-                mig_mode=_MIG_MODES.get(mig[0]) if mig else None,
-                source="nvml",
-            )
-        )
+        try:
+            gpus.append(_read_device(nvml, index, optional))
+        except error_type as exc:  # one broken GPU ("GPU is lost") must not hide the others
+            gpus.append(GpuInfo(index=index, name=f"NVIDIA GPU (unreadable: {exc})"))
     driver = DriverInfo(
         version=version,
         cuda_version=cuda_version_text(cuda) if isinstance(cuda, int) else None,
         source="nvml",
     )
     return NvmlReport(tuple(gpus), driver)
+
+
+def _read_device(nvml: Any, index: int, optional: Callable[..., Any]) -> GpuInfo:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    cc = optional(nvml.nvmlDeviceGetCudaComputeCapability, handle)
+    memory = optional(nvml.nvmlDeviceGetMemoryInfo, handle)
+    pci = optional(nvml.nvmlDeviceGetPciInfo, handle)
+    uuid = optional(nvml.nvmlDeviceGetUUID, handle)
+    mig = optional(nvml.nvmlDeviceGetMigMode, handle)
+    return GpuInfo(
+        index=index,
+        name=_text(nvml.nvmlDeviceGetName(handle)),
+        compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+        memory_total_bytes=int(memory.total) if memory is not None else None,
+        uuid=_text(uuid) if uuid is not None else None,
+        pci_bus_id=_text(pci.busId) if pci is not None else None,
+        mig_mode=_MIG_MODES.get(mig[0]) if mig else None,
+        source="nvml",
+    )
 
 
 def import_pynvml() -> ModuleType | str:
