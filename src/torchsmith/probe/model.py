@@ -80,6 +80,7 @@ class CudaToolkitInfo:
     compute_targets: tuple[str, ...] = ()  # from nvcc --list-gpu-arch: "compute_75", ...
     selected: bool = False  # the one a build would pick
     selected_reason: str | None = None
+    headers: bool | None = None  # include/cuda_runtime.h present (None: root not readable)
     error: str | None = None
 
 

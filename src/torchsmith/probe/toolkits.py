@@ -373,6 +373,7 @@ def _info(tk: _Toolkit, plan: _Plan, answers: Sequence[Answer]) -> CudaToolkitIn
         found_via=tuple(tk.found_via),
         sm_targets=sm,
         compute_targets=compute,
+        headers=_has_headers(tk.root) if _exists(tk.root) else None,
         error="; ".join(errors) or None,
     )
 

@@ -8,10 +8,11 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib as _toml
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as _toml
+    import tomli as _toml  # type: ignore[import-not-found,unused-ignore]
 
 TOMLDecodeError = _toml.TOMLDecodeError
 
 
 def loads_toml(text: str) -> dict[str, Any]:
-    return _toml.loads(text)
+    doc: dict[str, Any] = _toml.loads(text)
+    return doc

@@ -1,0 +1,48 @@
+"""Shared pieces of the doctor checks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from torchsmith.probe.model import Finding, Probe
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the checks may consult besides the probe."""
+
+    kb: Any | None  # torchsmith.knowledge.Knowledge, or None when it could not be loaded
+    thresholds: dict[str, Any]
+
+
+Check = Callable[[Probe, Context], Iterable[Finding]]
+
+
+def version_key(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
+
+
+def major_minor(text: str | None) -> tuple[int, int] | None:
+    """'12.8', '12.8.93', '2.11.0+cu130' → (12, 8) / (2, 11); None when unparsable."""
+    if not text:
+        return None
+    match = re.match(r"\s*(\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def kb_platform(probe: Probe) -> str:
+    """The knowledge base's platform key for the probed host."""
+    arch = probe.host.arch
+    if probe.host.os == "windows":
+        return "windows-x86_64"
+    if probe.host.os == "macos":
+        return "macos-aarch64" if arch == "aarch64" else "macos-x86_64"
+    return f"linux-{arch}"
