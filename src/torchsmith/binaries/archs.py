@@ -85,6 +85,8 @@ def parse_compute_capability(text: str) -> tuple[int, int]:
     if not match:
         raise ValueError(f"not a compute capability: {text!r} (expected e.g. 12.0, sm_120 or 120)")
     major, minor, packed, _variant = match.groups()
+    if packed is not None and int(packed) < 20:  # "12" means 12.x to a person, 1.2 to nvcc
+        raise ValueError(f"not a compute capability: {text!r} (ambiguous; write e.g. 12.0)")
     if packed is not None:
         return int(packed) // 10, int(packed) % 10
     return int(major), int(minor)

@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 
 MAGIC = 0xBA55ED50
 # magic, version 1, header size 16: the 8 bytes every container starts with.
+MAGIC_BYTES = struct.pack("<I", MAGIC)
 CONTAINER_PREFIX = struct.pack("<IHH", MAGIC, 1, 16)
 CONTAINER_HEADER = struct.Struct("<IHHQ")
 ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")  # 64 bytes
@@ -102,7 +103,12 @@ def walk_container(
         return None
     magic, version, header_size, payload = CONTAINER_HEADER.unpack(header)
     end: int = offset + header_size + payload
-    if magic != MAGIC or version != 1 or header_size != 16 or payload < 64 or end > limit:
+    if magic != MAGIC or version != 1 or header_size != 16 or end > limit:
+        return None
+    if payload == 0:  # an empty container (nvcc writes one for a PTX-only device-link stub)
+        scan.containers += 1
+        return end
+    if payload < MIN_ENTRY_HEADER:
         return None
     pos = offset + header_size
     found: list[FatbinEntry] = []
@@ -160,9 +166,12 @@ def walk_region(
     are silently skipped: the magic can occur by chance, e.g. in cudart's own code.
     Always makes progress, so it ends on any input.
     """
+    # In a fatbin section any magic is a container (a bad one earns a note); elsewhere only the
+    # full 8-byte prefix is worth a look.
+    pattern = MAGIC_BYTES if trusted else CONTAINER_PREFIX
     pos = start
     while pos < end:
-        hit = src.find(CONTAINER_PREFIX, pos, end)
+        hit = src.find(pattern, pos, end)
         if hit < 0:
             if trusted and _has_data(src, pos, end):
                 scan.notes.append(
