@@ -6,7 +6,6 @@ imported when first used; the rest are pure functions tested on any OS with reco
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import importlib
 import struct
@@ -133,20 +132,6 @@ def read_windows(m: Machine, info: HostInfo, api: WindowsApi | None = None) -> H
     )
 
 
-class _MemoryStatusEx(ctypes.Structure):
-    _fields_ = [
-        ("dwLength", ctypes.c_ulong),
-        ("dwMemoryLoad", ctypes.c_ulong),
-        ("ullTotalPhys", ctypes.c_ulonglong),
-        ("ullAvailPhys", ctypes.c_ulonglong),
-        ("ullTotalPageFile", ctypes.c_ulonglong),
-        ("ullAvailPageFile", ctypes.c_ulonglong),
-        ("ullTotalVirtual", ctypes.c_ulonglong),
-        ("ullAvailVirtual", ctypes.c_ulonglong),
-        ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
-    ]
-
-
 class LiveWindowsApi:
     """The real registry and kernel32 (only works on Windows; every failure answers None)."""
 
@@ -154,6 +139,8 @@ class LiveWindowsApi:
         return importlib.import_module("winreg")
 
     def _kernel32(self) -> Any:
+        import ctypes  # noqa: PLC0415 - Windows only, kept off the import path elsewhere
+
         return getattr(ctypes, "WinDLL")("kernel32", use_last_error=True)  # noqa: B009
 
     def registry_value(self, key: str, name: str) -> RegistryValue:
@@ -177,6 +164,8 @@ class LiveWindowsApi:
         return tuple(names)
 
     def processor_cores(self) -> bytes | None:
+        import ctypes  # noqa: PLC0415 - Windows only, kept off the import path elsewhere
+
         try:
             kernel32 = self._kernel32()
             size = ctypes.c_ulong(0)
@@ -193,9 +182,24 @@ class LiveWindowsApi:
             return None
 
     def memory(self) -> tuple[int, int] | None:
+        import ctypes  # noqa: PLC0415 - Windows only, kept off the import path elsewhere
+
+        class MemoryStatusEx(ctypes.Structure):
+            _fields_ = [
+                ("dwLength", ctypes.c_ulong),
+                ("dwMemoryLoad", ctypes.c_ulong),
+                ("ullTotalPhys", ctypes.c_ulonglong),
+                ("ullAvailPhys", ctypes.c_ulonglong),
+                ("ullTotalPageFile", ctypes.c_ulonglong),
+                ("ullAvailPageFile", ctypes.c_ulonglong),
+                ("ullTotalVirtual", ctypes.c_ulonglong),
+                ("ullAvailVirtual", ctypes.c_ulonglong),
+                ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
+            ]
+
         try:
-            status = _MemoryStatusEx()
-            status.dwLength = ctypes.sizeof(_MemoryStatusEx)
+            status = MemoryStatusEx()
+            status.dwLength = ctypes.sizeof(MemoryStatusEx)
             if not self._kernel32().GlobalMemoryStatusEx(ctypes.byref(status)):
                 return None
             return int(status.ullTotalPhys), int(status.ullAvailPhys)
