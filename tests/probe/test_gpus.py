@@ -370,6 +370,23 @@ def test_driver_not_loaded_with_a_gpu_on_the_bus() -> None:
     )
 
 
+def test_windows_adapter_without_an_answering_driver() -> None:
+    with platforms.override("windows"):
+        found, driver = probe_gpus(
+            machine=ReplayMachine(),
+            windows_api=RegistryApi.from_fixture(),
+            nvml_loader=lambda: nvml_failing(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),
+        )
+    assert [(g.name, g.source, g.memory_total_bytes) for g in found] == [
+        ("NVIDIA GeForce RTX 5070 Laptop GPU", "registry", 8 << 30)
+    ]
+    assert driver is not None
+    assert driver.error == (
+        "no NVIDIA driver installed (NVML library not found; nvidia-smi not found on PATH);"
+        " NVIDIA GPU present (NVIDIA GeForce RTX 5070 Laptop GPU)"
+    )
+
+
 def test_version_mismatch_still_reads_the_kernel_module_version() -> None:
     machine = ReplayMachine(
         files={nvidia_smi.PROC_VERSION: fixture("failures/proc-driver-nvidia-version-570.txt")},

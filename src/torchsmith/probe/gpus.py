@@ -113,11 +113,12 @@ def _nvidia_without_driver(
             reason += f"; the kernel module {version} is loaded but its user-space libraries fail"
     present = [d for d in devices if d.vendor == "nvidia"]
     if present:
-        where = ", ".join(d.pci_bus_id or d.label for d in present)
-        bound = sorted({d.driver for d in present if d.driver})
-        reason += f"; NVIDIA GPU present ({where})" + (
-            f", bound to kernel driver {'/'.join(bound)}" if bound else ", no kernel driver bound"
-        )
+        reason += f"; NVIDIA GPU present ({', '.join(d.pci_bus_id or d.label for d in present)})"
+        if os_name == "linux":
+            bound = sorted({d.driver for d in present if d.driver})
+            reason += (
+                f", bound to kernel driver {'/'.join(bound)}" if bound else ", no driver bound"
+            )
     source_name = "pci-sysfs" if os_name == "linux" else "registry"
     gpus = tuple(d.as_gpu(i, source_name) for i, d in enumerate(present))
     return gpus, DriverInfo(version=version, cuda_version=None, source=source, error=reason)

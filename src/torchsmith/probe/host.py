@@ -245,12 +245,17 @@ def probe_host(
     }
     errors: list[str] = []
     try:
-        info = HostInfo(os=os_name, os_pretty=os_name, arch=normalise_arch(m.machine()))
-        info = readers[os_name](m, info)
-    except Exception as exc:
+        arch = normalise_arch(m.machine())
+    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+        errors.append(f"CPU architecture: {type(exc).__name__}: {exc}")
+        arch = "unknown"
+    base = HostInfo(os=os_name, os_pretty=os_name, arch=arch)
+    try:
+        info = readers[os_name](m, base)
+    except Exception as exc:  # a probe reports, it never raises
         log.debug("host probe failed", exc_info=True)
         errors.append(f"{os_name} host details: {type(exc).__name__}: {exc}")
-        info = HostInfo(os=os_name, os_pretty=os_name)
+        info = base
     info = _with_disk(m, info, disk_path, errors)
     if info.cores_logical is None:
         info = dataclasses.replace(info, cores_logical=m.cpu_count())
