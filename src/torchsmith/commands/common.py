@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from torchsmith import envelope
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,6 +24,8 @@ def json_option(func: F) -> F:
 
 def console() -> Console:
     """The console for human output (stdout); width is Rich's own guess."""
+    from rich.console import Console  # noqa: PLC0415 (keeps --json start-up free of Rich)
+
     return Console(soft_wrap=False, highlight=False)
 
 

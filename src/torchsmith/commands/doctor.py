@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from torchsmith.commands.common import emit, json_option
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from torchsmith.probe.model import Probe
 
 
 @click.command()
@@ -26,8 +32,13 @@ def doctor(python: str | None, disk: Path | None, as_json: bool) -> None:
     """Probe GPUs, driver, CUDA toolkits, compilers, Python and torch; list problems and fixes."""
     from torchsmith.probe.collect import collect_probe  # noqa: PLC0415 (fast --help)
     from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
-    from torchsmith.render.doctor import render_doctor  # noqa: PLC0415
 
     target = resolve_python(python)
     probe = collect_probe(target, disk_path=disk)
-    emit("doctor", probe, as_json=as_json, render=render_doctor)
+    emit("doctor", probe, as_json=as_json, render=_render)
+
+
+def _render(probe: Probe, console: Console) -> None:
+    from torchsmith.render.doctor import render_doctor  # noqa: PLC0415 (Rich only when shown)
+
+    render_doctor(probe, console)

@@ -23,14 +23,15 @@ log = logging.getLogger(__name__)
 
 
 def analyze(probe: Probe, kb: Any | None = None) -> tuple[Finding, ...]:
-    ctx = Context(kb=kb if kb is not None else _knowledge(), thresholds=_thresholds())
+    ctx = Context(kb=kb if kb is not None else load_knowledge_quietly(), thresholds=_thresholds())
     found: list[Finding] = []
     for check in CHECKS:
         found.extend(check(probe, ctx))
     return tuple(sorted(found, key=lambda f: SEVERITY_ORDER[f.severity]))
 
 
-def _knowledge() -> Any | None:
+def load_knowledge_quietly() -> Any | None:
+    """The knowledge base, or None (logged) when it cannot be loaded: doctor must still run."""
     try:
         from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
     except ImportError:

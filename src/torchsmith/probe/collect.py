@@ -36,13 +36,15 @@ T = TypeVar("T")
 
 def collect_probe(python: str | None = None, *, disk_path: Path | None = None) -> Probe:
     """Probe this machine; ``python`` is the target interpreter (resolved by the caller)."""
-    from torchsmith.findings import analyze  # noqa: PLC0415 (keeps knowledge loading off import)
+    from torchsmith.findings import analyze, load_knowledge_quietly  # noqa: PLC0415
 
     started = time.perf_counter()
     seconds: dict[str, float] = {}
     target = python or python_env.resolve_python(None)
     where = disk_path or Path.cwd()
-    with ThreadPoolExecutor(max_workers=6, thread_name_prefix="probe") as pool:
+    with ThreadPoolExecutor(max_workers=7, thread_name_prefix="probe") as pool:
+        # Parsing the knowledge base overlaps the probes' waits on subprocesses.
+        f_kb = _submit(pool, seconds, "knowledge", load_knowledge_quietly)
         f_python = _submit(pool, seconds, "python", python_env.probe_python_and_torch, target)
         f_host = _submit(pool, seconds, "host", host_probe.probe_host, where)
         f_gpus = _submit(pool, seconds, "gpus", gpu_probe.probe_gpus)
@@ -60,7 +62,8 @@ def collect_probe(python: str | None = None, *, disk_path: Path | None = None) -
             python=python_info,
             torch=torch_info,
         )
-    probe = replace(probe, findings=analyze(probe))
+        kb = _result(f_kb, None)
+    probe = replace(probe, findings=analyze(probe, kb))
     meta = ProbeMeta(
         torchsmith=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),

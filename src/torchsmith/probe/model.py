@@ -129,6 +129,7 @@ class TorchInfo:
     nccl: str | None = None
     companions: dict[str, str] = field(default_factory=dict)  # torchvision, torchaudio, triton...
     archs: ArchSet | None = None  # what its CUDA libraries contain
+    sources: dict[str, str] = field(default_factory=dict)  # where cudnn/nccl versions were read
     error: str | None = None
 
 

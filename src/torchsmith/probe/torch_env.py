@@ -164,6 +164,9 @@ def _healthy_torch(
         nccl=nccl.version if nccl else None,
         companions=companions,
         archs=archs,
+        sources={
+            name: lib.source for name, lib in (("cudnn", cudnn), ("nccl", nccl)) if lib is not None
+        },
     )
 
 
