@@ -193,6 +193,13 @@ class Knowledge:
             return None
         return tag in tags
 
+    def floors_sources(self, cuda_version: str) -> tuple[str, ...]:
+        """The source keys behind :meth:`driver_floor` for that CUDA version."""
+        m = re.match(r"^\s*(\d+)", cuda_version)
+        major = int(m.group(1)) if m else -1
+        floor = next((f for f in self.floors if f.cuda_major == major), None)
+        return () if floor is None else floor.sources
+
     def variant_min_driver(self, variant: str, os: str) -> str | None:
         """The lowest driver that runs a cuXYZ wheel (its major line's compatibility floor)."""
         cuda = variant_cuda(variant)

@@ -1,0 +1,158 @@
+"""Machine problems that matter for the plan, as doctor-style findings."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from torchsmith.knowledge import Knowledge, TorchRelease
+from torchsmith.knowledge.compat import parse_cc
+from torchsmith.plan.model import GpuTarget, MachineFacts, Recommendation, Rejection, SourceBuild
+from torchsmith.probe.model import Finding
+
+
+def collect(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    rec: Recommendation,
+    rejected: list[Rejection],
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+    source: SourceBuild | None,
+) -> tuple[Finding, ...]:
+    out: list[Finding] = []
+    out += _driver(machine, kb, rec, rejected, releases)
+    out += _toolkits(machine, kb, rec, nvidia, source)
+    out += _python(machine, kb, rec, releases)
+    return tuple(out)
+
+
+def _driver(
+    machine: MachineFacts,
+    kb: Knowledge,
+    rec: Recommendation,
+    rejected: list[Rejection],
+    releases: list[TorchRelease],
+) -> list[Finding]:
+    too_old = [r for r in rejected if r.category == "driver-too-old"]
+    if rec.kind in ("wheel", "none") and machine.driver is None and rec.min_driver:
+        return [
+            Finding(
+                category="other",
+                severity="info",
+                message=f"the NVIDIA driver version is unknown; the {rec.variant} wheel needs "
+                f">= {rec.min_driver}",
+                fix="check with nvidia-smi, or plan with --driver VERSION",
+                subject="driver",
+            )
+        ]
+    if not too_old or machine.driver is None:
+        return []
+    newest = too_old[0]
+    floor = newest.reason.split(">= ", 1)[1].split(" ", 1)[0]
+    runs = (
+        f"; until then torch {rec.torch}+{rec.variant} is the newest that runs on it"
+        if rec.kind == "wheel"
+        else ""
+    )
+    return [
+        Finding(
+            category="driver-too-old",
+            severity="error" if rec.kind == "none" else "warning",
+            message=f"driver {machine.driver} is too old for torch {newest.torch}+{newest.variant} "
+            f"(needs >= {floor}){runs}",
+            fix=f"install an NVIDIA driver >= {floor}",
+            subject="driver",
+            source=newest.source[0] if newest.source else None,
+        )
+    ]
+
+
+def _toolkits(
+    machine: MachineFacts,
+    kb: Knowledge,
+    rec: Recommendation,
+    nvidia: tuple[GpuTarget, ...],
+    source: SourceBuild | None,
+) -> list[Finding]:
+    out: list[Finding] = []
+    sms = {g.sm for g in nvidia if g.sm}
+    for version in machine.cuda_toolkits:
+        tk = kb.toolkit(version)
+        if rec.kind == "wheel":
+            out.append(
+                Finding(
+                    category="other",
+                    severity="info",
+                    message=f"the installed CUDA toolkit {version} is not used by the torch wheel, "
+                    "which brings its own CUDA runtime; it matters only for building CUDA "
+                    "extensions or torch itself",
+                    fix="nothing to do for installing torch; leave CUDA_HOME alone",
+                    subject=f"cuda {version}",
+                )
+            )
+        if tk is None or not sms:
+            continue
+        missing = sorted(sms - set(tk.sm_targets))
+        if missing:
+            first = next(
+                (t.version for t in kb.toolkits if set(missing) <= set(t.sm_targets)), None
+            )
+            need = f" (first toolkit that can: {first})" if first else ""
+            fix = (
+                f"install CUDA {source.toolkit_min}–{source.toolkit_max} for a source build"
+                if source
+                else f"install CUDA {first} or newer to build extensions for this GPU"
+                if first
+                else "use a toolkit that lists these archs in nvcc --list-gpu-code"
+            )
+            out.append(
+                Finding(
+                    category="toolkit-too-old-for-arch",
+                    severity="warning" if rec.kind == "wheel" else "error",
+                    message=f"CUDA {version}'s nvcc cannot compile for {', '.join(missing)}{need}",
+                    fix=fix,
+                    subject=f"cuda {version}",
+                    source=tk.sources[1] if len(tk.sources) > 1 else tk.sources[0],
+                )
+            )
+    return out
+
+
+def _python(
+    machine: MachineFacts, kb: Knowledge, rec: Recommendation, releases: list[TorchRelease]
+) -> list[Finding]:
+    if machine.python is None or rec.torch is None or not releases:
+        return []
+    newest = releases[0]
+    if Version(rec.torch) >= Version(newest.version):
+        return []
+    tags = newest.python.get(f"{machine.os}-{machine.arch}") or ()
+    if machine.python in tags or not tags:
+        return []
+    return [
+        Finding(
+            category="python-unsupported",
+            severity="warning",
+            message=f"torch {newest.version} has no wheel for Python {machine.python} "
+            f"(it has {', '.join(tags)}); with this Python the newest is {rec.torch}",
+            fix=f"use Python {tags[0]}–{tags[-1]} for torch {newest.version}",
+            subject="python",
+            source=newest.sources[0],
+        )
+    ]
+
+
+def jetson(gpu: GpuTarget) -> tuple[Finding, ...]:
+    major, minor = parse_cc(gpu.compute_capability or "0.0")
+    return (
+        Finding(
+            category="arch-not-compiled",
+            severity="error",
+            message=f"the {gpu.name} (sm_{major}{minor}) needs a Jetson (JetPack) build of torch",
+            fix="pip install NVIDIA's PyTorch for Jetson wheel for your JetPack version, or use "
+            "the NVIDIA L4T PyTorch container",
+            subject=gpu.name,
+            source="jetson_pytorch",
+        ),
+    )

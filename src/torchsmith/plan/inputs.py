@@ -1,0 +1,102 @@
+"""From CLI request to plan: pick the input (probe file, live probe or flags), then plan.
+
+The live machine is probed only when neither --probe nor --os is given, so a plan for another
+machine never depends on (or waits for) this one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge, load_knowledge
+from torchsmith.plan.machine import (
+    WhatIf,
+    apply_what_if,
+    blank_facts,
+    facts_from_probe,
+    python_tag,
+)
+from torchsmith.plan.model import MachineFacts, Plan, PlanOptions
+from torchsmith.plan.planner import make_plan, parse_spec
+
+_PY_VERSION = re.compile(r"^3\.\d{1,2}(\.\d+)?t?$")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    probe_file: Path | None = None
+    gpus: tuple[str, ...] = ()
+    ccs: tuple[str, ...] = ()
+    driver: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    python: str | None = None
+    cuda_toolkits: tuple[str, ...] = ()
+    torch: str | None = None
+    prefer: str = "wheel"
+    installer: str | None = None
+    ptx: bool = False
+
+
+def plan_for(request: PlanRequest, kb: Knowledge | None = None) -> Plan:
+    kb = kb or load_knowledge()
+    parse_spec(request.torch)  # a malformed constraint fails before any probing
+    python_version, python_path = _split_python(request.python)
+    what = WhatIf(
+        gpus=request.gpus,
+        ccs=request.ccs,
+        driver=request.driver,
+        os=request.os,
+        arch=request.arch,
+        python=python_version,
+        cuda_toolkits=request.cuda_toolkits,
+    )
+    facts = _base_facts(request, python_path, kb)
+    facts = apply_what_if(facts, what, kb)
+    options = PlanOptions(
+        torch=request.torch,
+        prefer=request.prefer,  # type: ignore[arg-type]
+        installer=request.installer,  # type: ignore[arg-type]
+        ptx=request.ptx,
+    )
+    return make_plan(facts, kb, options)
+
+
+def _split_python(value: str | None) -> tuple[str | None, str | None]:
+    if value is None:
+        return None, None
+    if _PY_VERSION.match(value.strip()):
+        return value.strip(), None
+    if "/" in value or "\\" in value or Path(value).exists():
+        return None, value
+    return value, None  # validate_python reports it
+
+
+def _base_facts(request: PlanRequest, python_path: str | None, kb: Knowledge) -> MachineFacts:
+    if request.probe_file is not None:
+        from torchsmith.probe.io import load_probe  # noqa: PLC0415
+
+        facts = facts_from_probe(load_probe(request.probe_file), kb, "probe-file")
+        return _with_python_path(facts, python_path)
+    if request.os is not None:
+        return _with_python_path(blank_facts(request.os), python_path)
+    from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
+    from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+
+    return facts_from_probe(collect_probe(resolve_python(python_path)), kb, "live")
+
+
+def _with_python_path(facts: MachineFacts, python_path: str | None) -> MachineFacts:
+    if python_path is None:
+        return facts
+    from dataclasses import replace  # noqa: PLC0415
+
+    from torchsmith.probe.python_env import probe_python_and_torch, resolve_python  # noqa: PLC0415
+
+    info, _ = probe_python_and_torch(resolve_python(python_path))
+    if info.error:
+        raise UsageError(f"--python {python_path}: {info.error}")
+    return replace(facts, python=python_tag(info.version, info.free_threaded))

@@ -1,0 +1,606 @@
+"""The planner: a pure function of (machine facts, knowledge, options) → Plan.
+
+For each torch release (newest first, within the user's constraint) and each variant that exists
+for the machine's platform, it checks the Python version, whether the variant's GPU code serves
+every GPU (SASS of the same major and a lower-or-equal minor, or PTX at or below), and whether the
+driver reaches the variant's CUDA line floor. What passes is ranked; what fails is rejected with a
+taxonomy category and one sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge, TorchRelease, Wheel
+from torchsmith.knowledge.compat import coverage, describe_archs, parse_cc, torch_cuda_arch_list
+from torchsmith.knowledge.model import index_url, variant_cuda
+from torchsmith.plan import findings as plan_findings
+from torchsmith.plan.commands import source_commands, wheel_commands
+from torchsmith.plan.model import (
+    GpuTarget,
+    MachineFacts,
+    Plan,
+    PlanOptions,
+    Recommendation,
+    Rejection,
+    SourceBuild,
+)
+
+MAX_ALTERNATIVES = 5
+
+
+def parse_spec(text: str | None) -> SpecifierSet | None:
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    if value[0].isdigit():
+        value = "==" + value + (".*" if value.count(".") == 1 else "")
+    try:
+        return SpecifierSet(value)
+    except InvalidSpecifier:
+        raise UsageError(
+            f"--torch {text}: not a version constraint",
+            tip="use a PEP 440 specifier such as ==2.6.* or >=2.4,<2.8",
+        ) from None
+
+
+def platform_of(machine: MachineFacts) -> str:
+    if machine.os == "macos":
+        return "macos-arm64" if machine.arch == "aarch64" else "macos-x86_64"
+    return f"{machine.os}-{machine.arch}"
+
+
+def driver_ok(driver: str, floor: str) -> bool:
+    def key(v: str) -> tuple[int, ...]:
+        parts = [int(p) for p in v.split(".")]
+        return tuple(parts + [0] * (3 - len(parts)))
+
+    return key(driver) >= key(floor)
+
+
+def candidate_releases(kb: Knowledge, spec: SpecifierSet | None) -> list[TorchRelease]:
+    """The newest matching patch of every minor, newest minor first."""
+    by_minor: dict[str, TorchRelease] = {}
+    for release in kb.releases:
+        if spec is None or spec.contains(Version(release.version), prereleases=True):
+            by_minor[release.minor] = release
+    return sorted(by_minor.values(), key=lambda r: Version(r.version), reverse=True)
+
+
+def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Plan:
+    spec = parse_spec(options.torch)
+    releases = candidate_releases(kb, spec)
+    base = Plan(machine=machine, options=options, recommendation=_none("no plan"))
+    if not releases:
+        newest = kb.newest_release().version
+        return replace(
+            base,
+            recommendation=_none(
+                f"no torch release matches {options.torch} "
+                f"(the knowledge base knows 2.0.0 to {newest})"
+            ),
+        )
+    nvidia = tuple(g for g in machine.gpus if g.vendor == "nvidia")
+    impossible = _impossible(machine, nvidia)
+    if impossible is not None:
+        return replace(base, recommendation=_none(impossible))
+    if any(g.jetson for g in nvidia):
+        return _jetson_plan(
+            base=base, machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+        )
+    viable, rejected = _evaluate(
+        machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+    )
+    source = None
+    arch_blocked = any(r.category == "arch-not-compiled" for r in rejected)
+    if nvidia and (options.prefer == "source" or (not viable and arch_blocked)):
+        source = plan_source_build(
+            machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+        )
+    recommendation, alternatives = _choose(
+        machine=machine,
+        options=options,
+        viable=viable,
+        rejected=rejected,
+        source=source,
+        nvidia=nvidia,
+    )
+    if recommendation.kind == "none" and nvidia:
+        recommendation = replace(
+            recommendation,
+            reasons=recommendation.reasons + _no_source_reason(machine, kb, releases, nvidia),
+        )
+    if len(nvidia) > 1 and recommendation.kind in ("none", "source"):
+        recommendation = replace(
+            recommendation,
+            reasons=recommendation.reasons
+            + _per_gpu(machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia),
+        )
+    findings = plan_findings.collect(
+        machine=machine,
+        kb=kb,
+        rec=recommendation,
+        rejected=rejected,
+        releases=releases,
+        nvidia=nvidia,
+        source=source,
+    )
+    return replace(
+        base,
+        recommendation=recommendation,
+        alternatives=alternatives,
+        rejected=tuple(rejected),
+        findings=findings,
+        source_build=source,
+    )
+
+
+def _impossible(machine: MachineFacts, nvidia: tuple[GpuTarget, ...]) -> str | None:
+    if machine.os == "macos" and nvidia:
+        names = ", ".join(g.name for g in nvidia)
+        return (
+            f"macOS has no CUDA: PyTorch cannot use an NVIDIA GPU ({names}) on macOS; "
+            "on a Mac it runs on the CPU or the Apple GPU (MPS)"
+        )
+    if machine.os == "windows" and machine.arch != "x86_64":
+        return "the knowledge base has no torch wheels for Windows on Arm"
+    unknown = [g.name for g in nvidia if g.compute_capability is None]
+    if unknown:
+        return (
+            f"the compute capability of {', '.join(unknown)} is unknown, so no wheel can be "
+            "checked against it; give it with --cc X.Y"
+        )
+    return None
+
+
+def _evaluate(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+) -> tuple[list[Recommendation], list[Rejection]]:
+    platform = platform_of(machine)
+    viable: list[Recommendation] = []
+    rejected: list[Rejection] = []
+    for release in releases:
+        tags = release.python.get(platform)
+        if not tags:
+            rejected.append(
+                Rejection(
+                    release.version,
+                    None,
+                    "other",
+                    f"torch {release.version} has no wheels for {platform}",
+                    release.sources,
+                )
+            )
+            continue
+        if machine.python is not None and machine.python not in tags:
+            rejected.append(
+                Rejection(
+                    release.version,
+                    None,
+                    "python-unsupported",
+                    f"torch {release.version} has no {platform} wheel for Python {machine.python} "
+                    f"(it has {', '.join(tags)})",
+                    release.sources,
+                )
+            )
+            continue
+        if machine.os == "macos":
+            viable.append(
+                _wheel_choice(
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    variant="cpu",
+                    index=None,
+                    machine=machine,
+                    reasons=["macOS wheels run on the CPU and the Apple GPU (MPS)"],
+                )
+            )
+            continue
+        if not nvidia:
+            viable.append(_cpu_choice(kb, options, release, machine))
+            continue
+        viable.extend(
+            _cuda_choices(
+                machine=machine,
+                kb=kb,
+                options=options,
+                release=release,
+                nvidia=nvidia,
+                rejected=rejected,
+            )
+        )
+    return viable, rejected
+
+
+def _cuda_choices(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    nvidia: tuple[GpuTarget, ...],
+    rejected: list[Rejection],
+) -> list[Recommendation]:
+    platform = platform_of(machine)
+    default = release.pypi_default.get(platform)
+    wheels = [w for w in kb.wheels_for(release.version, machine.os, machine.arch) if w.cuda]
+    wheels.sort(key=lambda w: (w.variant != default, -_cuda_key(w)))
+    out = []
+    for wheel in wheels:
+        problem = _wheel_problem(machine, kb, release, wheel, nvidia)
+        if problem is not None:
+            rejected.append(problem)
+            continue
+        reasons = [_serves_sentence(wheel, nvidia)]
+        if wheel.variant == default:
+            reasons.append(f"it is the default PyPI wheel for {platform}")
+        index = None if wheel.variant == default else wheel.index_url
+        out.append(
+            _wheel_choice(
+                kb=kb,
+                options=options,
+                release=release,
+                variant=wheel.variant,
+                index=index,
+                machine=machine,
+                reasons=reasons,
+            )
+        )
+    return out
+
+
+def _wheel_problem(
+    machine: MachineFacts,
+    kb: Knowledge,
+    release: TorchRelease,
+    wheel: Wheel,
+    nvidia: tuple[GpuTarget, ...],
+) -> Rejection | None:
+    v = release.version
+    if wheel.archs is None:
+        return Rejection(
+            v,
+            wheel.variant,
+            "other",
+            f"{wheel.variant} wheels of torch {wheel.torch} exist, "
+            "but their GPU archs are not established",
+            wheel.sources,
+        )
+    for gpu in nvidia:
+        assert gpu.compute_capability is not None
+        if not coverage(wheel.archs.sass, wheel.archs.ptx, gpu.compute_capability).ok:
+            return Rejection(
+                v,
+                wheel.variant,
+                "arch-not-compiled",
+                f"{wheel.variant} wheels of torch {wheel.torch} carry "
+                f"{describe_archs(wheel.archs.sass, wheel.archs.ptx)}; the {gpu.name} is {gpu.sm}",
+                wheel.sources,
+            )
+    floor = kb.variant_min_driver(wheel.variant, machine.os)
+    if machine.driver is not None and floor is not None and not driver_ok(machine.driver, floor):
+        cuda = variant_cuda(wheel.variant) or "?"
+        return Rejection(
+            v,
+            wheel.variant,
+            "driver-too-old",
+            f"{wheel.variant} needs driver >= {floor} (CUDA {cuda.split('.')[0]}.x); "
+            f"this machine has {machine.driver}",
+            kb.floors_sources(cuda),
+        )
+    return None
+
+
+def _serves_sentence(wheel: Wheel, nvidia: tuple[GpuTarget, ...]) -> str:
+    assert wheel.archs is not None
+    parts = []
+    for gpu in nvidia:
+        assert gpu.compute_capability is not None
+        cov = coverage(wheel.archs.sass, wheel.archs.ptx, gpu.compute_capability)
+        how = f"PTX {cov.via} (JIT-compiled at first use)" if cov.jit else f"{cov.via} code"
+        parts.append(f"the {gpu.name} ({gpu.sm}) runs its {how}")
+    return f"{wheel.variant} wheels of torch {wheel.torch}: " + "; ".join(parts)
+
+
+def _cpu_choice(
+    kb: Knowledge, options: PlanOptions, release: TorchRelease, machine: MachineFacts
+) -> Recommendation:
+    platform = platform_of(machine)
+    reasons = ["no NVIDIA GPU to serve"]
+    if release.pypi_default.get(platform) == "cpu":
+        reasons.append(f"the default PyPI wheel for {platform} is the CPU build")
+        return _wheel_choice(
+            kb=kb,
+            options=options,
+            release=release,
+            variant="cpu",
+            index=None,
+            machine=machine,
+            reasons=reasons,
+        )
+    reasons.append("the CPU index avoids downloading CUDA libraries")
+    return _wheel_choice(
+        kb=kb,
+        options=options,
+        release=release,
+        variant="cpu",
+        index=index_url("cpu"),
+        machine=machine,
+        reasons=reasons,
+    )
+
+
+def _wheel_choice(
+    *,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    variant: str,
+    index: str | None,
+    machine: MachineFacts,
+    reasons: list[str],
+) -> Recommendation:
+    companions = kb.companions(release.version)
+    floor = kb.variant_min_driver(variant, machine.os)
+    return Recommendation(
+        kind="wheel" if variant_cuda(variant) else "cpu",
+        torch=release.version,
+        variant=variant,
+        index_url=index,
+        commands=wheel_commands(release.version, index, companions, options.installer),
+        reasons=tuple(reasons),
+        min_driver=floor,
+        companions=companions,
+    )
+
+
+def _choose(
+    *,
+    machine: MachineFacts,
+    options: PlanOptions,
+    viable: list[Recommendation],
+    rejected: list[Rejection],
+    source: SourceBuild | None,
+    nvidia: tuple[GpuTarget, ...],
+) -> tuple[Recommendation, tuple[Recommendation, ...]]:
+    alternatives = _rank_alternatives(viable)
+    if source is not None and (options.prefer == "source" or not viable):
+        rec = _source_recommendation(source, machine, options)
+        return rec, tuple(alternatives[:MAX_ALTERNATIVES])
+    if viable:
+        return alternatives[0], tuple(alternatives[1 : MAX_ALTERNATIVES + 1])
+    return _none(_why_nothing(machine, rejected, nvidia, options)), ()
+
+
+def _rank_alternatives(viable: list[Recommendation]) -> list[Recommendation]:
+    """Viable choices in order: the newest torch first; within a torch, the evaluation order."""
+    seen_minors: set[str] = set()
+    first: list[Recommendation] = []
+    rest: list[Recommendation] = []
+    for rec in viable:
+        assert rec.torch is not None
+        minor = ".".join(rec.torch.split(".")[:2])
+        (rest if minor in seen_minors else first).append(rec)
+        seen_minors.add(minor)
+    # the best of the newest torch, then its other variants, then one per older minor
+    if not first:
+        return []
+    newest_minor = ".".join((first[0].torch or "").split(".")[:2])
+    same = [r for r in rest if (r.torch or "").startswith(newest_minor + ".")]
+    return [first[0], *same, *first[1:]]
+
+
+def _why_nothing(
+    machine: MachineFacts,
+    rejected: list[Rejection],
+    nvidia: tuple[GpuTarget, ...],
+    options: PlanOptions,
+) -> str:
+    cats = {r.category for r in rejected}
+    if cats == {"python-unsupported"}:
+        return (
+            f"no torch release{_within(options)} has wheels for Python {machine.python} "
+            f"on {platform_of(machine)}"
+        )
+    if "arch-not-compiled" in cats and "driver-too-old" not in cats:
+        return f"no torch wheel{_within(options)} carries code for " + ", ".join(
+            f"the {g.name} ({g.sm})" for g in nvidia
+        )
+    if "driver-too-old" in cats:
+        return (
+            f"driver {machine.driver} is too old for every torch wheel{_within(options)} "
+            "that carries code for this GPU"
+        )
+    return f"no torch wheel{_within(options)} fits this machine"
+
+
+def _within(options: PlanOptions) -> str:
+    return f" matching {options.torch}" if options.torch else ""
+
+
+def _none(reason: str) -> Recommendation:
+    return Recommendation(kind="none", torch=None, variant=None, index_url=None, reasons=(reason,))
+
+
+def _cuda_key(wheel: Wheel) -> int:
+    cuda = wheel.cuda or "0.0"
+    major, minor = cuda.split(".")
+    return int(major) * 100 + int(minor)
+
+
+def _no_source_reason(
+    machine: MachineFacts,
+    kb: Knowledge,
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+) -> tuple[str, ...]:
+    sms = {g.sm for g in nvidia if g.sm}
+    first = next((t.version for t in kb.toolkits if sms <= set(t.sm_targets)), None)
+    cudas = sorted(
+        {w.cuda for r in releases for w in kb.wheels if w.torch == r.minor and w.cuda},
+        key=parse_cc,
+    )
+    if not cudas:
+        return ()
+    span = f"{cudas[0]}–{cudas[-1]}" if cudas[0] != cudas[-1] else cudas[0]
+    first_text = f"the first toolkit that can is CUDA {first}" if first else "no known toolkit can"
+    return (
+        f"a source build does not help: these torch releases were built with CUDA {span}, "
+        f"and {first_text} compile for {', '.join(sorted(sms))}",
+    )
+
+
+def _per_gpu(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+) -> tuple[str, ...]:
+    """For a multi-GPU machine no wheel serves: what each GPU alone could use."""
+    out = []
+    for gpu in nvidia:
+        alone, _ = _evaluate(
+            machine=machine, kb=kb, options=options, releases=releases, nvidia=(gpu,)
+        )
+        if alone:
+            best = alone[0]
+            out.append(f"the {gpu.name} alone would be served by torch {best.torch}+{best.variant}")
+        else:
+            out.append(f"no torch wheel serves the {gpu.name} ({gpu.sm}) even alone")
+    return tuple(out)
+
+
+# -- source builds ------------------------------------------------------------------------------
+
+
+def plan_source_build(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+) -> SourceBuild | None:
+    """The newest release that some CUDA toolkit it was released with can build for every GPU."""
+    sms = {g.sm for g in nvidia if g.sm}
+    ccs = [g.compute_capability for g in nvidia if g.compute_capability]
+    for release in releases:
+        if machine.python and not SpecifierSet(release.requires_python).contains(
+            machine.python.rstrip("t") + ".0"
+        ):
+            continue
+        cudas = sorted(
+            {w.cuda for w in kb.wheels if w.torch == release.minor and w.cuda},
+            key=parse_cc,
+        )
+        if not cudas:
+            continue
+        lo, hi = parse_cc(cudas[0]), parse_cc(cudas[-1])
+        fits = [
+            t
+            for t in kb.toolkits
+            if lo <= parse_cc(t.version) <= hi
+            and sms <= set(t.sm_targets)
+            and _driver_runs(machine, kb, t.version)
+        ]
+        if not fits:
+            continue
+        chosen = fits[-1]
+        installed = [t for t in machine.cuda_toolkits if t in {f.version for f in fits}]
+        if installed:
+            chosen = next(f for f in fits if f.version == installed[-1])
+        return SourceBuild(
+            torch=release.version,
+            torch_cuda_arch_list=torch_cuda_arch_list(ccs, ptx=options.ptx),
+            toolkit_min=fits[0].version,
+            toolkit_max=fits[-1].version,
+            toolkit=chosen.version,
+            installed_toolkit_ok=(bool(installed) if machine.cuda_toolkits else None),
+            gcc_max_major=chosen.max_gcc_major,
+            clang_max_major=chosen.max_clang_major,
+            msc_ver_min=chosen.msc_ver_min,
+            msc_ver_max=chosen.msc_ver_max,
+            sources=chosen.sources,
+        )
+    return None
+
+
+def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
+    floor = kb.driver_floor(cuda, machine.os)
+    return machine.driver is None or floor is None or driver_ok(machine.driver, floor)
+
+
+def _source_recommendation(
+    build: SourceBuild, machine: MachineFacts, options: PlanOptions
+) -> Recommendation:
+    reasons = [
+        f"build torch {build.torch} with CUDA {build.toolkit} "
+        f"(toolkits {build.toolkit_min}–{build.toolkit_max} can target "
+        f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list})",
+        f"host compiler: gcc <= {build.gcc_max_major}, clang <= {build.clang_max_major}, "
+        f"MSVC _MSC_VER {build.msc_ver_min}–{build.msc_ver_max}",
+    ]
+    if options.prefer == "source":
+        reasons.insert(0, "a source build was asked for (--prefer source)")
+    return Recommendation(
+        kind="source",
+        torch=build.torch,
+        variant=None,
+        index_url=None,
+        commands=source_commands(build, machine.os),
+        reasons=tuple(reasons),
+    )
+
+
+def _jetson_plan(
+    *,
+    base: Plan,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    releases: list[TorchRelease],
+    nvidia: tuple[GpuTarget, ...],
+) -> Plan:
+    jetson = next(g for g in nvidia if g.jetson)
+    reason = (
+        f"the {jetson.name} ({jetson.sm}) is a Jetson GPU that runs JetPack's CUDA: the PyPI and "
+        "download.pytorch.org wheels are built for discrete/SBSA GPUs and do not run on it; "
+        "install NVIDIA's PyTorch for Jetson wheel that matches your JetPack release, "
+        "or use NVIDIA's L4T PyTorch container, or build from source"
+    )
+    rejected = tuple(
+        Rejection(
+            r.version,
+            None,
+            "other",
+            f"torch {r.version} from PyPI/download.pytorch.org is not built for Jetson (JetPack)",
+            ("jetson_pytorch",),
+        )
+        for r in releases[:3]
+    )
+    source = plan_source_build(
+        machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+    )
+    rec = Recommendation(
+        kind="none",
+        torch=None,
+        variant=None,
+        index_url=None,
+        reasons=(reason,),
+    )
+    findings = plan_findings.jetson(jetson)
+    return replace(
+        base, recommendation=rec, rejected=rejected, findings=findings, source_build=source
+    )

@@ -1,0 +1,78 @@
+"""Rich view of a plan: the recommendation first, then what was rejected and why."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from torchsmith.plan.model import MachineFacts, Plan, Recommendation
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_REJECTED_ROWS = 12
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    console.print(f"[dim]{escape(_machine(plan.machine))}[/dim]")
+    _recommendation(plan.recommendation, console)
+    if plan.source_build is not None:
+        b = plan.source_build
+        console.print(
+            f"[bold]source build[/bold]: torch {b.torch}, "
+            f"TORCH_CUDA_ARCH_LIST={b.torch_cuda_arch_list}, "
+            f"CUDA {b.toolkit} (any of {b.toolkit_min}–{b.toolkit_max}), gcc <= {b.gcc_max_major}, "
+            f"clang <= {b.clang_max_major}, _MSC_VER {b.msc_ver_min}–{b.msc_ver_max}"
+        )
+    if plan.alternatives:
+        alts = ", ".join(_label(a) for a in plan.alternatives)
+        console.print(f"[bold]alternatives[/bold]: {escape(alts)}")
+    for f in plan.findings:
+        style = SEVERITY_STYLE.get(f.severity, "")
+        console.print(
+            f"[{style}]{f.severity}[/{style}] {escape(f.message)}\n"
+            f"    [dim]fix:[/dim] {escape(f.fix)}"
+        )
+    if plan.rejected:
+        console.print(_rejected(plan))
+
+
+def _machine(m: MachineFacts) -> str:
+    gpus = ", ".join(f"{g.name} ({g.compute_capability or '?'})" for g in m.gpus) or "no GPU"
+    py = f"Python {m.python}" if m.python else "Python ?"
+    driver = f"driver {m.driver}" if m.driver else "driver ?"
+    return f"{m.origin}: {m.os}-{m.arch}, {gpus}, {driver}, {py}"
+
+
+def _label(rec: Recommendation) -> str:
+    if rec.kind == "source":
+        return f"torch {rec.torch} from source"
+    return f"torch {rec.torch}+{rec.variant}"
+
+
+def _recommendation(rec: Recommendation, console: Console) -> None:
+    if rec.kind == "none":
+        console.print("[bold red]no working install found[/bold red]")
+    else:
+        where = rec.index_url or "PyPI"
+        console.print(
+            f"[bold green]install {escape(_label(rec))}[/bold green] [dim]({where})[/dim]"
+        )
+    for reason in rec.reasons:
+        console.print(f"  • {escape(reason)}")
+    for name, command in rec.commands.items():
+        console.print(f"  [dim]{name}:[/dim] {escape(command)}", soft_wrap=True)
+
+
+def _rejected(plan: Plan) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title="rejected", title_justify="left", pad_edge=False)
+    table.add_column("torch", no_wrap=True)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("why", no_wrap=True, style="yellow")
+    table.add_column("")
+    for r in plan.rejected[:MAX_REJECTED_ROWS]:
+        table.add_row(r.torch, r.variant or "all", r.category, escape(r.reason))
+    hidden = len(plan.rejected) - MAX_REJECTED_ROWS
+    if hidden > 0:
+        table.caption = f"{hidden} more in --json"
+    return table
