@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from torchsmith.binaries.gpu import resolve_gpu
 from torchsmith.cli import main
 from torchsmith.commands.inspect import inspect_cmd
 from torchsmith.errors import UsageError
+from torchsmith.render.inspect import progress_bar
 
 from .conftest import Built
 
@@ -69,7 +72,7 @@ def test_human_output(built: Built, capsys: pytest.CaptureFixture[str]) -> None:
     ("args", "code", "message"),
     [
         (["/no/such/file.so"], 3, "no such file or directory"),
-        (["x.so", "--gpu", "Hopperish"], 2, "--gpu 'Hopperish'"),
+        (["x.so", "--gpu", "Hopperish 9000"], 2, "--gpu 'Hopperish 9000'"),
     ],
 )
 def test_errors_are_one_line(
@@ -95,5 +98,35 @@ def test_resolve_gpu_forms() -> None:
     assert resolve_gpu("12.0").compute_capability == "12.0"
     assert resolve_gpu("sm_120").compute_capability == "12.0"
     assert resolve_gpu("86").compute_capability == "8.6"
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="not a GPU name torchsmith knows"):
         resolve_gpu("definitely not a gpu")
+
+
+def test_resolve_gpu_by_name() -> None:
+    """Names go through the knowledge base (torchsmith.knowledge, NVIDIA's CC table)."""
+    rtx = resolve_gpu("RTX 5090")
+    assert rtx.compute_capability == "12.0"
+    assert rtx.name is not None
+    assert "5090" in rtx.name
+    assert resolve_gpu("H100").compute_capability == "9.0"
+
+
+def test_gpu_name_on_the_command_line(built: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    code, envelope = run_json(capsys, str(built["libmix.so"]), "--gpu", "RTX 5090")
+    data = envelope["data"]
+    assert code == 0
+    assert data["compute_capability"] == "12.0"  # type: ignore[index]
+    assert "RTX 5090" in data["gpu"]  # type: ignore[index]
+
+
+def test_progress_bar_draws_for_big_work() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with progress_bar(console) as update:
+        update(0, 1 << 30, "torch/lib/libtorch_cuda.so")
+        update(1 << 29, 1 << 30, "torch/lib/libtorch_cuda.so")
+        update(1 << 30, 1 << 30, "")
+    assert "inspect" in console.file.getvalue()  # type: ignore[attr-defined]
+    quiet = Console(file=io.StringIO(), force_terminal=True)
+    with progress_bar(quiet) as update:
+        update(0, 1000, "small.so")  # small work: no bar at all
+    assert quiet.file.getvalue() == ""  # type: ignore[attr-defined]

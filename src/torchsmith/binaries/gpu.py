@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from torchsmith.binaries.archs import format_compute_capability, parse_compute_capability
 from torchsmith.errors import UsageError
 
-# Functions of torchsmith.knowledge tried, in order, to map a GPU name to a compute capability.
-# Each takes the name and returns "8.6", an object with .compute_capability, or None.
-_KNOWLEDGE_LOOKUPS = ("compute_capability_for_gpu", "gpu_compute_capability", "lookup_gpu")
+_TIP = "give the compute capability instead, e.g. --gpu 12.0 (RTX 50xx), 9.0 (H100/H200), 8.6"
 
 
 @dataclass(frozen=True)
@@ -20,6 +17,7 @@ class ResolvedGpu:
     asked: str
     compute_capability: str  # "12.0"
     name: str | None = None  # when resolved from a GPU name
+    source: str | None = None  # knowledge-base source key of that fact
 
 
 def resolve_gpu(text: str) -> ResolvedGpu:
@@ -31,35 +29,26 @@ def resolve_gpu(text: str) -> ResolvedGpu:
         return ResolvedGpu(text, format_compute_capability(parse_compute_capability(text)))
     except ValueError:
         pass
-    lookup = _knowledge_lookup()
-    if lookup is None:
+    knowledge = _knowledge()
+    if knowledge is None:
+        raise UsageError(f"--gpu {text!r}: not a compute capability", tip=_TIP)
+    model = knowledge.find_gpu(text)
+    if model is None:
+        suggestions = list(knowledge.suggest_gpus(text))
+        hint = f"did you mean: {', '.join(suggestions)}? Or " if suggestions else ""
         raise UsageError(
-            f"--gpu {text!r}: not a compute capability, and GPU names cannot be looked up yet",
-            tip="give the compute capability, e.g. --gpu 12.0 (RTX 50xx), 9.0 (H100/H200), 8.6",
+            f"--gpu {text!r}: not a compute capability and not a GPU name torchsmith knows",
+            tip=hint + _TIP,
         )
-    found = lookup(text)
-    cc = getattr(found, "compute_capability", found)
-    if not isinstance(cc, str):
-        raise UsageError(
-            f"--gpu {text!r}: unknown GPU name and not a compute capability",
-            tip="give the compute capability, e.g. --gpu 12.0; `nvidia-smi --query-gpu=name,"
-            "compute_cap --format=csv` prints it",
-        )
-    try:
-        resolved = format_compute_capability(parse_compute_capability(cc))
-    except ValueError:
-        raise UsageError(f"--gpu {text!r}: the knowledge base gave {cc!r}") from None
-    return ResolvedGpu(text, resolved, str(getattr(found, "name", text)))
+    cc = format_compute_capability(parse_compute_capability(str(model.compute_capability)))
+    return ResolvedGpu(text, cc, str(model.name), getattr(model, "source", None))
 
 
-def _knowledge_lookup() -> Callable[[str], Any] | None:
-    # TODO(knowledge): settle on one function name with the knowledge-base owner.
+def _knowledge() -> Any:
+    """The knowledge base, imported lazily (it parses data files); None if unavailable."""
     try:
         module = importlib.import_module("torchsmith.knowledge")
     except ImportError:
         return None
-    for name in _KNOWLEDGE_LOOKUPS:
-        func = getattr(module, name, None)
-        if callable(func):
-            return func  # type: ignore[no-any-return]
-    return None
+    load = getattr(module, "load_knowledge", None)
+    return load() if callable(load) else None

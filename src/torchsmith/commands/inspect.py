@@ -51,7 +51,7 @@ def inspect_cmd(
             target,
             python=python,
             compute_capability=resolved.compute_capability if resolved else None,
-            gpu=gpu,
+            gpu=resolved.name if resolved and resolved.name else gpu,
             progress=progress,
         )
 
