@@ -1,0 +1,190 @@
+"""Match, merge and rank: turn prefilter hits into diagnoses, root cause first."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from torchsmith.explain.derive import derive_values, max_jobs
+from torchsmith.explain.model import Diagnosis, ExplainResult, InputSummary
+from torchsmith.explain.normalize import clean_line
+from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
+from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
+from torchsmith.explain.scanner import Scanner
+
+MAX_EVIDENCE = 3
+
+
+@dataclass
+class _Match:
+    rule: Rule
+    file: str
+    line: int
+    text: str
+    values: dict[str, str]
+    count: int = 1
+    order: int = 0  # position across all inputs, for "first error wins"
+
+
+class _Values(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def match_line(rule: Rule, text: str) -> dict[str, str] | None:
+    """The values ``rule`` reads from ``text``, or None when it does not match."""
+    for pattern in rule.patterns:
+        found = pattern.search(text)
+        if found is None:
+            continue
+        if any(ex.search(text) for ex in rule.exclude):
+            return None
+        return {k: v for k, v in found.groupdict().items() if v is not None}
+    return None
+
+
+class Explainer:
+    """Reads logs one after another and keeps the first match of every rule."""
+
+    def __init__(self, rules: Sequence[Rule] | None = None) -> None:
+        self.rules = tuple(load_rules() if rules is None else rules)
+        self.scanner = Scanner(self.rules)
+        self.matches: dict[str, _Match] = {}
+        self.inputs: list[InputSummary] = []
+        self._order = 0
+
+    def feed(self, name: str, data: Iterable[bytes], encoding: str = "utf-8") -> None:
+        scan = self.scanner.scan(data)
+        for hit in scan:
+            text = clean_line(hit.raw)
+            for index in hit.rules:
+                rule = self.rules[index]
+                values = match_line(rule, text)
+                if values is not None:
+                    self._record(rule, name, hit.line, text, values)
+        size, lines = self.scanner.last_size, self.scanner.last_lines
+        self.inputs.append(InputSummary(name, encoding, size, lines))
+
+    def feed_stream(self, stream: Stream) -> None:
+        self.feed(stream.name, chunks(stream), stream.encoding)
+
+    def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
+        known = self.matches.get(rule.id)
+        if known is None:
+            self._order += 1
+            self.matches[rule.id] = _Match(rule, name, line, text, values, order=self._order)
+            return
+        known.count += 1
+        for key, value in values.items():
+            known.values.setdefault(key, value)
+
+    def result(
+        self, context: Mapping[str, str] | None = None, source: str | None = None
+    ) -> ExplainResult:
+        diagnoses = [_diagnosis(group, context or {}) for group in rank(self.matches.values())]
+        total = sum(i.lines for i in self.inputs)
+        if diagnoses:
+            summary = f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
+        else:
+            summary = f"no known problem found in {total} line(s)"
+        return ExplainResult(
+            diagnoses=tuple(diagnoses),
+            healthy=not diagnoses,
+            summary=summary,
+            inputs=tuple(self.inputs),
+            context=source,
+        )
+
+
+def _key(match: _Match) -> tuple[int, int]:
+    return (-match.rule.priority, match.order)
+
+
+def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
+    """Group matches into problems, most likely root cause first.
+
+    Specific root causes win; generic ones (the first compile error) are shown only when no
+    specific rule matched, and symptoms ("ninja: build stopped") only when nothing else did.
+    Within a level: higher rule priority first, then the earlier evidence (the first real error in
+    a compile log beats the cascade after it). Matches of one category are one problem: the best
+    rule leads and the others are listed as related.
+    """
+    ordered = sorted(matches, key=_key)
+    causes = [m for m in ordered if not m.rule.symptom and not m.rule.generic]
+    generic = [m for m in ordered if m.rule.generic and not m.rule.symptom]
+    chosen = causes or generic or [m for m in ordered if m.rule.symptom]
+    groups: dict[str, list[_Match]] = {}
+    for match in chosen:
+        groups.setdefault(match.rule.category, []).append(match)
+    return list(groups.values())
+
+
+def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
+    lead, others = group[0], group[1:]
+    rule = lead.rule
+    values = {**lead.values}
+    for other in others:
+        for key, value in other.values.items():
+            values.setdefault(key, value)
+    values.update(derive_values(rule.derive, values, load_tables()))
+    computed = dict(values)
+    ram = context.get("ram_gb")
+    if ram and "gb_per_job" in rule.params:
+        computed["max_jobs"] = str(max_jobs(float(ram), rule.params["gb_per_job"]))
+    filled = _Values({**rule.defaults, **computed})
+    fix = rule.fix.format_map(filled)
+    available = {**rule.defaults, **context, **computed}
+    for template in rule.fix_context:
+        if template_fields(template) <= set(available):
+            fix = template.format_map(_Values(available))
+            break
+    evidence = [lead.text]
+    for other in sorted(others, key=lambda m: m.order):
+        if len(evidence) < MAX_EVIDENCE and other.text not in evidence:
+            evidence.append(other.text)
+    return Diagnosis(
+        category=rule.category,
+        rule=rule.id,
+        title=rule.title,
+        severity=rule.severity,
+        line=lead.line,
+        evidence=tuple(evidence),
+        explanation=rule.explanation.format_map(filled),
+        fix=fix,
+        file=lead.file,
+        count=lead.count,
+        symptom=rule.symptom,
+        values=values,
+        related=tuple(m.rule.id for m in others),
+        source=rule.source,
+    )
+
+
+def explain_files(
+    names: Sequence[str],
+    context: Mapping[str, str] | None = None,
+    context_source: str | None = None,
+    rules: Sequence[Rule] | None = None,
+) -> ExplainResult:
+    """Diagnose the logs ``names`` ("-" is stdin). Raises InputError for unreadable inputs."""
+    explainer = Explainer(rules)
+    streams = [open_log(name) for name in names]
+    for stream in streams:
+        explainer.feed_stream(stream)
+    return explainer.result(context, context_source)
+
+
+def explain_text(
+    text: str | bytes,
+    context: Mapping[str, str] | None = None,
+    rules: Sequence[Rule] | None = None,
+    name: str = "<text>",
+) -> ExplainResult:
+    """Diagnose a log held in memory (tests, library callers)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    encoding, bom = sniff_encoding(data[:65536])
+    stream = Stream(name, io.BytesIO(), encoding, data[bom:], close=True)
+    explainer = Explainer(rules)
+    explainer.feed_stream(stream)
+    return explainer.result(context)

@@ -1,0 +1,46 @@
+"""What ``explain`` returns: frozen result objects, rendered by the CLI as Rich text or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchsmith.taxonomy import Category, Severity
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One problem found in a log, with the evidence and a concrete fix."""
+
+    category: Category
+    rule: str  # stable rule id, "arch.no-kernel-image"
+    title: str
+    severity: Severity
+    line: int  # 1-based line of the first evidence
+    evidence: tuple[str, ...]  # the matched lines, cleaned (ANSI, timestamps, CR segments removed)
+    explanation: str
+    fix: str
+    file: str | None = None  # the input it was found in ("-" for stdin)
+    count: int = 1  # how many lines matched this rule (repeats are merged)
+    symptom: bool = False  # a consequence of another failure, shown only when nothing explains it
+    values: dict[str, str] = field(default_factory=dict)  # what the rule read from the log
+    related: tuple[str, ...] = ()  # other rules that matched the same problem
+    source: str = ""  # a public report of this failure
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    """One log that was read."""
+
+    name: str
+    encoding: str  # "utf-8", "utf-16-le", "utf-16-be"
+    bytes: int
+    lines: int
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    diagnoses: tuple[Diagnosis, ...]  # most likely root cause first
+    healthy: bool  # True when no diagnosis was found
+    summary: str
+    inputs: tuple[InputSummary, ...] = ()
+    context: str | None = None  # where the machine facts behind tailored fixes came from

@@ -1,0 +1,239 @@
+"""The rule files: one TOML file per family under ``rules/``, read once and validated.
+
+A rule names the literal ``anchors`` a matching line must contain (the fast prefilter), the
+``patterns`` that confirm it and capture values (named groups), and ``explanation`` / ``fix``
+templates filled with those values. ``fix_context`` templates are tried first and used when every
+field they name is known (from the log or from the machine's probe). Every rule has a ``source``
+(a public report of the failure) and ``examples`` (real log lines that must match it).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from torchsmith.errors import KnowledgeError
+from torchsmith.taxonomy import CATEGORIES, SEVERITY_ORDER, Category, Severity
+from torchsmith.util.toml import TOMLDecodeError, loads_toml
+
+# Fields the machine context can supply to fix templates (see explain/context.py).
+CONTEXT_FIELDS = frozenset(
+    {
+        "gpu_name",
+        "gpu_cc",
+        "gpu_sm",
+        "ram_gb",
+        "max_jobs",
+        "cpu_count",
+        "os",
+        "python_version",
+        "torch_version",
+        "torch_cuda",
+        "driver_version",
+        "driver_cuda",
+        "nvcc_version",
+        "wheel_variant",
+        "index_url",
+    }
+)
+
+_REQUIRED = ("id", "category", "title", "anchors", "patterns", "explanation", "fix", "source")
+_KNOWN_KEYS = frozenset(
+    {
+        *_REQUIRED,
+        "priority",
+        "severity",
+        "symptom",
+        "exclude",
+        "fix_context",
+        "examples",
+        "defaults",
+        "params",
+        "notes",
+        "generic",
+        "derive",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    family: str
+    category: Category
+    title: str
+    anchors: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+    explanation: str
+    fix: str
+    source: str
+    priority: int = 50
+    severity: Severity = "error"
+    symptom: bool = False
+    generic: bool = False  # a catch-all (first compile error): shown only when no specific cause is
+    exclude: tuple[re.Pattern[str], ...] = ()
+    fix_context: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    defaults: dict[str, str] = field(default_factory=dict)
+    params: dict[str, float] = field(default_factory=dict)
+    derive: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (function, field)
+
+    @property
+    def captures(self) -> frozenset[str]:
+        return frozenset(name for p in self.patterns for name in p.groupindex)
+
+
+def template_fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> tuple[Rule, ...]:
+    """Every shipped rule, in file then declaration order. Raises KnowledgeError when invalid."""
+    rules: list[Rule] = []
+    for family, data in _files():
+        rules.extend(parse_family(family, data))
+    _check_unique(rules)
+    return tuple(rules)
+
+
+@lru_cache(maxsize=1)
+def load_tables() -> dict[str, dict[str, str]]:
+    """Lookup tables (``[tables.<name>]``) that ``derive`` functions may name; each has a source."""
+    tables: dict[str, dict[str, str]] = {}
+    for family, data in _files():
+        for name, table in dict(data.get("tables", {})).items():
+            if not isinstance(table, dict) or "source" not in table:
+                raise KnowledgeError(f"explain rules {family}.toml: table {name} needs a source")
+            tables[str(name)] = {str(k): str(v) for k, v in table.items() if k != "source"}
+    return tables
+
+
+def _files() -> list[tuple[str, dict[str, Any]]]:
+    folder = resources.files("torchsmith.explain").joinpath("rules")
+    out = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            family = entry.name[: -len(".toml")]
+            out.append((family, _load(family, entry.read_text("utf-8"))))
+    return out
+
+
+def _load(family: str, text: str) -> dict[str, Any]:
+    try:
+        return loads_toml(text)
+    except TOMLDecodeError as exc:
+        raise KnowledgeError(f"explain rules {family}.toml: {exc}") from None
+
+
+def parse_family(family: str, data: dict[str, Any] | str) -> list[Rule]:
+    """The rules of one family file (its parsed TOML, or its text)."""
+    if isinstance(data, str):
+        data = _load(family, data)
+    items = data.get("rule", [])
+    if not isinstance(items, list):
+        raise KnowledgeError(f"explain rules {family}.toml: [[rule]] must be an array of tables")
+    return [_parse_rule(family, item) for item in items]
+
+
+def _parse_rule(family: str, raw: Any) -> Rule:
+    where = f"explain rules {family}.toml"
+    if not isinstance(raw, dict):
+        raise KnowledgeError(f"{where}: every [[rule]] must be a table")
+    rid = str(raw.get("id", "?"))
+    where = f"{where}, rule {rid}"
+    missing = [key for key in _REQUIRED if key not in raw]
+    unknown = sorted(set(raw) - _KNOWN_KEYS)
+    if missing or unknown:
+        raise KnowledgeError(f"{where}: missing {missing} / unknown keys {unknown}")
+    if raw["category"] not in CATEGORIES:
+        raise KnowledgeError(f"{where}: unknown category {raw['category']!r}")
+    severity = raw.get("severity", "error")
+    if severity not in SEVERITY_ORDER:
+        raise KnowledgeError(f"{where}: unknown severity {severity!r}")
+    if not str(raw["source"]).startswith("https://"):
+        raise KnowledgeError(f"{where}: source must be an https URL")
+    anchors = _strings(raw["anchors"], where, "anchors")
+    rule = Rule(
+        id=rid,
+        family=family,
+        category=raw["category"],
+        title=str(raw["title"]),
+        anchors=anchors,
+        patterns=_compile(_strings(raw["patterns"], where, "patterns"), where),
+        explanation=str(raw["explanation"]).strip(),
+        fix=str(raw["fix"]).strip(),
+        source=str(raw["source"]),
+        priority=int(raw.get("priority", 50)),
+        severity=severity,
+        symptom=bool(raw.get("symptom", False)),
+        generic=bool(raw.get("generic", False)),
+        exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
+        fix_context=tuple(
+            t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
+        ),
+        examples=_strings(raw.get("examples", []), where, "examples", empty=True),
+        defaults={str(k): str(v) for k, v in dict(raw.get("defaults", {})).items()},
+        params={str(k): float(v) for k, v in dict(raw.get("params", {})).items()},
+        derive=_derive(raw.get("derive", {}), where),
+    )
+    _check_templates(rule, where)
+    return rule
+
+
+def _derive(raw: Any, where: str) -> dict[str, tuple[str, str]]:
+    if not isinstance(raw, dict):
+        raise KnowledgeError(f'{where}: derive must be a table of name = "function:field"')
+    out: dict[str, tuple[str, str]] = {}
+    for name, spec in raw.items():
+        function, _, source = str(spec).partition(":")
+        if not source:
+            raise KnowledgeError(f'{where}: derive {name} must read "function:field"')
+        out[str(name)] = (function, source)
+    return out
+
+
+def _strings(value: Any, where: str, key: str, empty: bool = False) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise KnowledgeError(f"{where}: {key} must be a list of non-empty strings")
+    if not value and not empty:
+        raise KnowledgeError(f"{where}: {key} must not be empty")
+    return tuple(value)
+
+
+def _compile(patterns: tuple[str, ...], where: str) -> tuple[re.Pattern[str], ...]:
+    try:
+        return tuple(re.compile(p) for p in patterns)
+    except re.error as exc:
+        raise KnowledgeError(f"{where}: bad pattern: {exc}") from None
+
+
+def _check_templates(rule: Rule, where: str) -> None:
+    known = rule.captures | set(rule.defaults) | set(rule.derive)
+    if "gb_per_job" in rule.params:
+        known |= {"max_jobs"}
+    for template in (rule.explanation, rule.fix):
+        unknown = template_fields(template) - known
+        if unknown:
+            raise KnowledgeError(f"{where}: template names {sorted(unknown)}, not captured")
+    for source_field in (f for _, f in rule.derive.values()):
+        if source_field not in rule.captures:
+            raise KnowledgeError(f"{where}: derive reads {source_field!r}, not captured")
+    for template in rule.fix_context:
+        unknown = template_fields(template) - known - CONTEXT_FIELDS
+        if unknown:
+            raise KnowledgeError(f"{where}: fix_context names unknown {sorted(unknown)}")
+
+
+def _check_unique(rules: list[Rule]) -> None:
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.id in seen:
+            raise KnowledgeError(f"explain rules: duplicate rule id {rule.id!r}")
+        seen.add(rule.id)

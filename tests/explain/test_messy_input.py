@@ -1,0 +1,146 @@
+"""Logs as people actually have them: colours, progress bars, CRLF, UTF-16, prefixes, junk."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pytest
+
+from torchsmith.errors import InputError
+from torchsmith.explain import explain_files
+from torchsmith.explain.engine import Explainer
+from torchsmith.explain.normalize import clean_line
+from torchsmith.explain.reader import chunks, open_log, sniff_encoding
+
+OOM = (
+    "RuntimeError: CUDA out of memory. Tried to allocate 844.00 MiB "
+    "(GPU 0; 14.76 GiB total capacity)"
+)
+LOG = f"Epoch 1\nloading model\n{OOM}\ndone\n"
+
+
+def _top(path: Path) -> tuple[str, int, str]:
+    diagnosis = explain_files([str(path)]).diagnoses[0]
+    return diagnosis.category, diagnosis.line, diagnosis.evidence[0]
+
+
+def test_ansi_colours_are_removed(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text(f"ok\n\x1b[31m\x1b[1m{OOM}\x1b[0m\x1b[K\n")
+    assert _top(log) == ("gpu-out-of-memory", 2, OOM)
+
+
+def test_cr_progress_bar_keeps_last_segment(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"  0%|  | 0/9\r 50%|##| 4/9\r" + OOM.encode() + b"\r\nnext\r\n")
+    assert _top(log) == ("gpu-out-of-memory", 1, OOM)
+    assert clean_line(b"step 1\rstep 2\rfinal text\r\n") == "final text"
+
+
+def test_crlf(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(LOG.replace("\n", "\r\n").encode())
+    assert _top(log) == ("gpu-out-of-memory", 3, OOM)
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom"),
+    [
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("utf-16-le", b""),
+        ("utf-16-be", b""),
+        ("utf-8", codecs.BOM_UTF8),
+    ],
+)
+def test_encodings(tmp_path: Path, codec: str, bom: bytes) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(bom + LOG.replace("\n", "\r\n").encode(codec))
+    assert _top(log) == ("gpu-out-of-memory", 3, OOM)
+    assert explain_files([str(log)]).inputs[0].encoding == codec
+
+
+def test_utf16_split_across_chunks(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(codecs.BOM_UTF16_LE + ("x" * 1001 + "\n" + LOG).encode("utf-16-le"))
+    stream = open_log(str(log))
+    explainer = Explainer()
+    explainer.feed(stream.name, chunks(stream, chunk_size=333), stream.encoding)
+    assert explainer.matches["memory.cuda-oom"].line == 4
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2024-05-01T12:00:00.1234567Z ",
+        "[12:00:01] ",
+        "#9 1.385 ",
+        "##[error]",
+        "[2024-05-01 12:00:00] ",
+    ],
+)
+def test_timestamp_prefixes(tmp_path: Path, prefix: str) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("".join(prefix + line + "\n" for line in LOG.splitlines()))
+    assert _top(log) == ("gpu-out-of-memory", 3, OOM)
+
+
+def test_interleaved_parallel_output_and_small_chunks(tmp_path: Path) -> None:
+    lines = [f"[{i}/900] c++ -c file{i}.cpp -Werror=return-type" for i in range(900)]
+    lines.insert(500, "c++: fatal error: Killed signal terminated program cc1plus")
+    lines.insert(700, OOM)
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(lines))  # no final newline
+    stream = open_log(str(log))
+    explainer = Explainer()
+    explainer.feed(stream.name, chunks(stream, chunk_size=4096), stream.encoding)
+    assert explainer.matches["memory.compiler-killed"].line == 501
+    assert explainer.matches["memory.cuda-oom"].line == 701
+    assert explainer.inputs[0].lines == 902
+
+
+def test_line_longer_than_a_chunk(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text("a" * 10000 + "\n" + LOG)
+    stream = open_log(str(log))
+    explainer = Explainer()
+    explainer.feed(stream.name, chunks(stream, chunk_size=1000), stream.encoding)
+    assert explainer.matches["memory.cuda-oom"].line == 4
+
+
+def test_invalid_utf8_is_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"caf\xe9 \xff\xfe\n" + OOM.encode("latin-1") + b"\n")
+    assert _top(log)[0] == "gpu-out-of-memory"
+
+
+def test_binary_junk_is_refused(tmp_path: Path) -> None:
+    junk = tmp_path / "model.bin"
+    junk.write_bytes(bytes(range(256)) * 200 + b"\0" * 5000)
+    with pytest.raises(InputError, match="binary data, not a text log"):
+        explain_files([str(junk)])
+    assert sniff_encoding(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0")[0] == "binary"
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        explain_files([str(tmp_path / "nope.log")])
+    with pytest.raises(InputError, match="is a directory"):
+        explain_files([str(tmp_path)])
+
+
+def test_empty_file_is_healthy(tmp_path: Path) -> None:
+    log = tmp_path / "empty.log"
+    log.write_bytes(b"")
+    result = explain_files([str(log)])
+    assert result.healthy
+    assert result.inputs[0].lines == 0
+
+
+def test_several_files_name_the_file(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("all good\n")
+    second.write_text(LOG)
+    diagnosis = explain_files([str(first), str(second)]).diagnoses[0]
+    assert (diagnosis.file, diagnosis.line) == (str(second), 3)

@@ -1,0 +1,55 @@
+"""Every rule is valid, has a real source, and matches its own example lines end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchsmith.explain.engine import Explainer, match_line
+from torchsmith.explain.normalize import clean_line
+from torchsmith.explain.rules import Rule, load_rules, load_tables
+from torchsmith.taxonomy import CATEGORIES
+
+RULES = load_rules()
+
+
+def test_rules_load_and_ids_are_unique() -> None:
+    assert len(RULES) >= 40
+    assert len({r.id for r in RULES}) == len(RULES)
+
+
+def test_every_category_has_a_rule() -> None:
+    covered = {r.category for r in RULES}
+    assert set(CATEGORIES) <= covered, sorted(set(CATEGORIES) - covered)
+
+
+def test_tables_load() -> None:
+    assert load_tables()["min_cuda_for_arch"]["120"] == "12.8"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_rule_has_source_and_examples(rule: Rule) -> None:
+    assert rule.source.startswith("https://github.com/")
+    assert rule.examples, f"{rule.id} needs real example lines"
+
+
+@pytest.mark.parametrize(
+    ("rule", "example"),
+    [(r, e) for r in RULES for e in r.examples],
+    ids=lambda v: v.id if isinstance(v, Rule) else "",
+)
+def test_example_matches_through_the_whole_pipeline(rule: Rule, example: str) -> None:
+    assert any(a in example for a in rule.anchors), "no anchor in the example: prefilter skips it"
+    assert match_line(rule, clean_line(example.encode())) is not None
+    explainer = Explainer()
+    explainer.feed("<example>", [example.encode() + b"\n"])
+    assert rule.id in explainer.matches
+
+
+def test_values_are_extracted() -> None:
+    rule = next(r for r in RULES if r.id == "arch.capability-not-compatible")
+    values = match_line(
+        rule,
+        "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+        "PyTorch installation.",
+    )
+    assert values == {"gpu_name": "NVIDIA GeForce RTX 5090", "arch": "sm_120"}
