@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in args
     command = next((a for a in args if a in COMMANDS), "error")
     try:
-        cli.main(args=args, prog_name="torchsmith", standalone_mode=False)
+        returned = cli.main(args=args, prog_name="torchsmith", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
@@ -93,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"internal error: {type(exc).__name__}: {exc}"
         _report(command, message, "rerun with --debug and report it", INTERNAL_ERROR_EXIT, as_json)
         return INTERNAL_ERROR_EXIT
-    return 0
+    # In non-standalone mode click returns what ctx.exit(N) asked for instead of raising.
+    return returned if isinstance(returned, int) else 0
 
 
 def _report(command: str, message: str, tip: str | None, code: int, as_json: bool) -> None:
