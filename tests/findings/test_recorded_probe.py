@@ -1,4 +1,4 @@
-"""The probe recorded by `torchsmith doctor --json` on a real H200 machine, read back and re-judged."""
+"""The probe `torchsmith doctor --json` recorded on a real H200 machine, read back and re-judged."""
 
 from __future__ import annotations
 
