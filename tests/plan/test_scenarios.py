@@ -263,3 +263,17 @@ def test_no_release_matches() -> None:
 def test_every_common_cc_gets_an_answer_with_a_new_driver(cc: str) -> None:
     p = plan("linux", ccs=(cc,), driver="580.95.05", python="3.10")
     assert p.recommendation.kind in ("wheel", "source")
+
+
+def test_a_variant_the_driver_supports_natively_is_preferred() -> None:
+    # Driver 581.57 (Windows) supports CUDA 13.0: cu130 first, cu132 only as an alternative.
+    p = plan("windows", gpus=("NVIDIA GeForce RTX 5070",), python="3.11", driver="581.57")
+    assert p.recommendation.variant == "cu130"
+    assert "cu132" in {a.variant for a in p.alternatives}
+
+
+def test_the_pypi_default_under_minor_version_compatibility_says_so() -> None:
+    p = plan("linux", gpus=("NVIDIA H200",), python="3.12", driver="580.159.04")
+    rec = p.recommendation
+    assert (rec.torch, rec.variant, rec.index_url) == ("2.15.0", "cu132", None)
+    assert any("minor-version compatibility" in r for r in rec.reasons)

@@ -234,7 +234,11 @@ def _cuda_choices(
     platform = platform_of(machine)
     default = release.pypi_default.get(platform)
     wheels = [w for w in kb.wheels_for(release.version, machine.os, machine.arch) if w.cuda]
-    wheels.sort(key=lambda w: (w.variant != default, -_cuda_key(w)))
+    # The PyPI default first (the simplest command), then variants whose CUDA the driver
+    # supports natively, then the newest CUDA.
+    wheels.sort(
+        key=lambda w: (w.variant != default, not _driver_native(machine, kb, w), -_cuda_key(w))
+    )
     out = []
     for wheel in wheels:
         problem = _wheel_problem(machine, kb, release, wheel, nvidia)
@@ -244,6 +248,12 @@ def _cuda_choices(
         reasons = [_serves_sentence(wheel, nvidia)]
         if wheel.variant == default:
             reasons.append(f"it is the default PyPI wheel for {platform}")
+        if not _driver_native(machine, kb, wheel):
+            reasons.append(
+                f"driver {machine.driver} predates CUDA {wheel.cuda}: the wheel runs through "
+                "CUDA minor-version compatibility (PTX JIT and the newest CUDA features need a "
+                "newer driver)"
+            )
         index = None if wheel.variant == default else wheel.index_url
         out.append(
             _wheel_choice(
@@ -257,6 +267,19 @@ def _cuda_choices(
             )
         )
     return out
+
+
+def _driver_native(machine: MachineFacts, kb: Knowledge, wheel: Wheel) -> bool:
+    """Whether the driver is at least the minimum of the wheel's own CUDA toolkit release.
+
+    Unknown driver or minimum counts as native: minor-version compatibility is judged apart.
+    """
+    toolkit = kb.toolkit(wheel.cuda) if wheel.cuda else None
+    if machine.driver is None or toolkit is None:
+        return True
+    minimum = toolkit.min_driver_windows if machine.os == "windows" else None
+    minimum = minimum or toolkit.min_driver_linux
+    return minimum is None or driver_ok(machine.driver, minimum)
 
 
 def _wheel_problem(
