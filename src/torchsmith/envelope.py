@@ -22,6 +22,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "inspect": 1,
     "plan": 1,
     "explain": 1,
+    "kb": 1,
     "error": 1,
 }
 

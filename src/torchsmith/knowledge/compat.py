@@ -51,27 +51,14 @@ class Coverage:
 
 
 def coverage(sass: tuple[str, ...], ptx: tuple[str, ...], cc: str) -> Coverage:
-    major, minor = parse_cc(cc)
-    best: tuple[int, str] | None = None
-    for arch in sass:
-        parsed = arch_cc(arch)
-        if parsed is None or parsed[2]:
-            continue
-        a_major, a_minor, _ = parsed
-        if a_major == major and a_minor <= minor and (best is None or a_minor > best[0]):
-            best = (a_minor, arch)
-    if best is not None:
-        return Coverage(ok=True, via=best[1])
-    jit: tuple[tuple[int, int], str] | None = None
-    for arch in ptx:
-        parsed = arch_cc(arch)
-        if parsed is None or parsed[2]:
-            continue
-        if (parsed[0], parsed[1]) <= (major, minor) and (jit is None or parsed[:2] > jit[0]):
-            jit = ((parsed[0], parsed[1]), arch)
-    if jit is not None:
-        return Coverage(ok=True, via=jit[1], jit=True)
-    return Coverage(ok=False, via=None)
+    """Whole-library coverage: the one runs-on rule of ``binaries.archs``, plain archs only."""
+    from torchsmith.binaries.archs import runs_on  # noqa: PLC0415 (one rule, one place)
+
+    parse_cc(cc)  # the knowledge base's strict X.Y form
+    plain_sass = tuple(a for a in sass if (p := arch_cc(a)) is not None and not p[2])
+    plain_ptx = tuple(a for a in ptx if (p := arch_cc(a)) is not None and not p[2])
+    verdict = runs_on(plain_sass, plain_ptx, cc)
+    return Coverage(ok=verdict.ok, via=verdict.arch, jit=verdict.kind == "ptx")
 
 
 def describe_archs(sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> str:
