@@ -24,7 +24,7 @@ def collect(
     out += _driver(machine, kb, rec, rejected, releases)
     out += _toolkits(machine, kb, rec, nvidia, source)
     out += _python(machine, kb, rec, releases)
-    return tuple(out)
+    return tuple(dict.fromkeys(out))  # two installs of one toolkit version say the same thing
 
 
 def _driver(

@@ -54,10 +54,9 @@ def _recommendation(rec: Recommendation, console: Console) -> None:
     if rec.kind == "none":
         console.print("[bold red]no working install found[/bold red]")
     else:
-        where = rec.index_url or "PyPI"
-        console.print(
-            f"[bold green]install {escape(_label(rec))}[/bold green] [dim]({where})[/dim]"
-        )
+        where = rec.index_url or ("PyPI" if rec.kind in ("wheel", "cpu") else None)
+        suffix = f" [dim]({where})[/dim]" if where else ""
+        console.print(f"[bold green]install {escape(_label(rec))}[/bold green]{suffix}")
     for reason in rec.reasons:
         console.print(f"  • {escape(reason)}")
     for name, command in rec.commands.items():
