@@ -1,7 +1,8 @@
-"""The knowledge base against real binaries: the CPU torch venv and a recorded cuobjdump."""
+"""The knowledge base against real binaries: the CPU torch venv, recorded cuobjdump and inspect."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -54,3 +55,18 @@ def test_cpu_torch_2_13_has_no_gpu_code_and_kb_agrees() -> None:
     assert wheel.sass == ()
     assert wheel.ptx == ()
     assert kb.python_supported("2.13.0", py, "linux") is True
+
+
+def test_what_inspect_read_on_the_gpu_machine_matches_the_kb() -> None:
+    """`torchsmith inspect torch` on the H200 machine (torch 2.11.0+cu130, recorded JSON)."""
+    recorded = REPO / "tests" / "fixtures" / "h200-linux" / "inspect-torch.json"
+    data = json.loads(recorded.read_text())["data"]
+    assert data["package_version"].startswith("2.11.0")
+    lib = next(b for b in data["binaries"] if b["path"].endswith("libtorch_cuda.so"))
+    counts: dict[str, int] = lib["sass_counts"]
+    whole = max(counts.values())
+    archs = load_knowledge().variant_archs("2.11.0", "cu130", "linux", "x86_64")
+    assert archs is not None
+    assert set(archs.sass) == {a for a, n in counts.items() if n == whole}
+    assert set(archs.extra) == {a for a, n in counts.items() if n < whole}
+    assert tuple(archs.ptx) == tuple(lib["ptx"]) == ()
