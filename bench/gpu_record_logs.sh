@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 PY=${1:-python3}
 OUT=${OUT:-$(mktemp -d)}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-record() {  # record NAME COMMAND...: run it, keep stdout+stderr verbatim
+record() {  # record NAME COMMAND...: run it, keep stdout+stderr verbatim (ONLY=NAME: just that)
     local name=$1; shift
+    [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ] && return
     echo "=== $name: $*"
     "$@" > "$OUT/$name.log" 2>&1
     echo "exit $?"
@@ -19,6 +20,7 @@ record nccl-without-gpu env CUDA_VISIBLE_DEVICES= MASTER_ADDR=127.0.0.1 MASTER_P
 # A kernel built only for sm_120, launched on this (sm_90) GPU, through torch's cpp_extension.
 mkdir -p /tmp/ts-noimg && cat > /tmp/ts-noimg/k.cu <<'CU'
 #include <torch/extension.h>
+#include <c10/cuda/CUDAException.h>
 __global__ void fill(float* p) { p[threadIdx.x] = 1.0f; }
 torch::Tensor run(torch::Tensor t) {
     fill<<<1, t.numel()>>>(t.data_ptr<float>());
