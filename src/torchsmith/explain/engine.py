@@ -6,12 +6,13 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, max_jobs
 from torchsmith.explain.model import Diagnosis, ExplainResult, InputSummary
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
-from torchsmith.explain.scanner import Scanner
+from torchsmith.explain.scanner import Hit, Scanner
 
 MAX_EVIDENCE = 3
 
@@ -55,8 +56,17 @@ class Explainer:
         self._order = 0
 
     def feed(self, name: str, data: Iterable[bytes], encoding: str = "utf-8") -> None:
-        scan = self.scanner.scan(data)
-        for hit in scan:
+        self._consume(name, self.scanner.scan(data), encoding)
+
+    def feed_stream(self, stream: Stream) -> None:
+        if parallel.eligible(stream):
+            hits = parallel.scan_stream(self.scanner, stream)
+        else:
+            hits = self.scanner.scan(chunks(stream))
+        self._consume(stream.name, hits, stream.encoding)
+
+    def _consume(self, name: str, hits: Iterable[Hit], encoding: str) -> None:
+        for hit in hits:
             text = clean_line(hit.raw)
             for index in hit.rules:
                 rule = self.rules[index]
@@ -65,9 +75,6 @@ class Explainer:
                     self._record(rule, name, hit.line, text, values)
         size, lines = self.scanner.last_size, self.scanner.last_lines
         self.inputs.append(InputSummary(name, encoding, size, lines))
-
-    def feed_stream(self, stream: Stream) -> None:
-        self.feed(stream.name, chunks(stream), stream.encoding)
 
     def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
         known = self.matches.get(rule.id)
