@@ -1,0 +1,40 @@
+"""The multi-process scan of big logs gives exactly what the single-process scan gives.
+
+The parallel path normally starts at 64 MB; here it is forced onto the real corpus logs with
+tiny regions, so many region cuts fall in awkward places.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchsmith.explain import parallel
+from torchsmith.explain.engine import explain_files
+
+CORPUS = sorted((Path(__file__).parent / "corpus").glob("*/log.txt"))
+
+
+@pytest.mark.parametrize("region", [1000, 4096])
+def test_forced_parallel_scan_equals_the_single_process_scan(
+    monkeypatch: pytest.MonkeyPatch, region: int
+) -> None:
+    logs = [str(p) for p in CORPUS if p.stat().st_size > 3 * region][:12]
+    assert logs
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1 << 60)
+    single = [explain_files([log]) for log in logs]
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(parallel, "REGION", region)
+    calls: list[object] = []
+    real_scan = parallel.scan_stream
+
+    def counting_scan(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "scan_stream", counting_scan)
+    forced = [explain_files([log]) for log in logs]
+    assert len(calls) == len(logs)  # the parallel path really ran
+    assert forced == single
