@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from torchsmith.knowledge import load_knowledge
-from torchsmith.knowledge.compat import coverage, torch_cuda_arch_list
+from torchsmith.knowledge.compat import coverage, driver_at_least, torch_cuda_arch_list
 
 kb = load_knowledge()
 
@@ -270,3 +270,17 @@ def test_coverage(
 def test_torch_cuda_arch_list() -> None:
     assert torch_cuda_arch_list(["12.0", "8.6", "12.0"]) == "8.6;12.0"
     assert torch_cuda_arch_list(["8.6"], ptx=True) == "8.6+PTX"
+
+
+@pytest.mark.parametrize(
+    ("driver", "floor", "ok"),
+    [
+        ("581.57", "580", True),
+        ("580.159.04", "580.65.06", True),
+        ("580.65.06", "580.65.06", True),
+        ("570.124.06", "580.65.06", False),
+        ("470.82.01", "525.60.13", False),
+    ],
+)
+def test_driver_at_least(driver: str, floor: str, ok: bool) -> None:
+    assert driver_at_least(driver, floor) is ok

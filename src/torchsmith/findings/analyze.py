@@ -14,7 +14,8 @@ from importlib import resources
 from typing import Any
 
 from torchsmith.findings import checks_toolchain, checks_torch
-from torchsmith.findings.common import Check, Context, kb_platform
+from torchsmith.findings.common import Check, Context
+from torchsmith.knowledge.base import platform_key
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER, Severity
 from torchsmith.util.toml import loads_toml
@@ -147,7 +148,7 @@ def _python_version_supported(version: str, probe: Probe, ctx: Context) -> Itera
     newest = _newest_release(ctx)
     if newest is None or ctx.kb is None:
         return
-    platform = kb_platform(probe)
+    platform = platform_key(f"{probe.host.os}-{probe.host.arch}")
     minor = ".".join(version.split(".")[:2])
     try:
         supported = ctx.kb.python_supported(newest, minor, platform)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from torchsmith.findings.common import Context, major_minor
+from torchsmith.knowledge.compat import driver_at_least
 from torchsmith.probe.model import Finding, GpuInfo, Probe, TorchInfo
 
 PLAN_HINT = "`torchsmith plan` prints the exact install command for this machine"
@@ -114,7 +114,7 @@ def check_driver(probe: Probe, ctx: Context) -> Iterator[Finding]:
     need = major_minor(torch.cuda)
     have = major_minor(driver.cuda_version)
     floor = _driver_floor(ctx, torch.cuda, probe.host.os)
-    below_floor = floor is not None and _driver_tuple(driver.version) < _driver_tuple(floor)
+    below_floor = floor is not None and not driver_at_least(driver.version, floor)
     if need is None:
         return
     if (have is not None and have[0] < need[0]) or below_floor:
@@ -150,10 +150,6 @@ def _driver_floor(ctx: Context, cuda: str, os_name: str) -> str | None:
     except Exception:  # noqa: BLE001 - a knowledge gap must not break doctor
         return None
     return str(floor) if floor else None
-
-
-def _driver_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
 
 
 def check_companions(probe: Probe, ctx: Context) -> Iterator[Finding]:

@@ -36,13 +36,3 @@ def major_minor(text: str | None) -> tuple[int, int] | None:
         return None
     match = re.match(r"\s*(\d+)\.(\d+)", text)
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def kb_platform(probe: Probe) -> str:
-    """The knowledge base's platform key for the probed host."""
-    arch = probe.host.arch
-    if probe.host.os == "windows":
-        return "windows-x86_64"
-    if probe.host.os == "macos":
-        return "macos-aarch64" if arch == "aarch64" else "macos-x86_64"
-    return f"linux-{arch}"

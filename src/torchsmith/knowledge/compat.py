@@ -61,6 +61,16 @@ def coverage(sass: tuple[str, ...], ptx: tuple[str, ...], cc: str) -> Coverage:
     return Coverage(ok=verdict.ok, via=verdict.arch, jit=verdict.kind == "ptx")
 
 
+def driver_at_least(driver: str, floor: str) -> bool:
+    """Whether NVIDIA driver ``driver`` ("581.57", "580.159.04") is at least ``floor`` ("580")."""
+
+    def key(version: str) -> tuple[int, ...]:
+        parts = [int(p) for p in re.findall(r"\d+", version)[:3]]
+        return tuple(parts + [0] * (3 - len(parts)))
+
+    return key(driver) >= key(floor)
+
+
 def describe_archs(sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> str:
     """ "sm_50…sm_90" style summary for messages (full list when short)."""
     items = sorted(sass, key=_arch_sort_key)

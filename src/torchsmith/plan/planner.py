@@ -16,7 +16,13 @@ from packaging.version import Version
 
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge, TorchRelease, Wheel
-from torchsmith.knowledge.compat import coverage, describe_archs, parse_cc, torch_cuda_arch_list
+from torchsmith.knowledge.compat import (
+    coverage,
+    describe_archs,
+    driver_at_least,
+    parse_cc,
+    torch_cuda_arch_list,
+)
 from torchsmith.knowledge.model import index_url, variant_cuda
 from torchsmith.plan import findings as plan_findings
 from torchsmith.plan.commands import source_commands, wheel_commands
@@ -52,14 +58,6 @@ def platform_of(machine: MachineFacts) -> str:
     if machine.os == "macos":
         return "macos-arm64" if machine.arch == "aarch64" else "macos-x86_64"
     return f"{machine.os}-{machine.arch}"
-
-
-def driver_ok(driver: str, floor: str) -> bool:
-    def key(v: str) -> tuple[int, ...]:
-        parts = [int(p) for p in v.split(".")]
-        return tuple(parts + [0] * (3 - len(parts)))
-
-    return key(driver) >= key(floor)
 
 
 def candidate_releases(kb: Knowledge, spec: SpecifierSet | None) -> list[TorchRelease]:
@@ -279,7 +277,7 @@ def _driver_native(machine: MachineFacts, kb: Knowledge, wheel: Wheel) -> bool:
         return True
     minimum = toolkit.min_driver_windows if machine.os == "windows" else None
     minimum = minimum or toolkit.min_driver_linux
-    return minimum is None or driver_ok(machine.driver, minimum)
+    return minimum is None or driver_at_least(machine.driver, minimum)
 
 
 def _wheel_problem(
@@ -311,7 +309,8 @@ def _wheel_problem(
                 wheel.sources,
             )
     floor = kb.variant_min_driver(wheel.variant, machine.os)
-    if machine.driver is not None and floor is not None and not driver_ok(machine.driver, floor):
+    driver = machine.driver
+    if driver is not None and floor is not None and not driver_at_least(driver, floor):
         cuda = variant_cuda(wheel.variant) or "?"
         return Rejection(
             v,
@@ -562,7 +561,7 @@ def plan_source_build(
 
 def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
     floor = kb.driver_floor(cuda, machine.os)
-    return machine.driver is None or floor is None or driver_ok(machine.driver, floor)
+    return machine.driver is None or floor is None or driver_at_least(machine.driver, floor)
 
 
 def _source_recommendation(

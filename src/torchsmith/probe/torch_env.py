@@ -26,16 +26,6 @@ from typing import Any
 from torchsmith.binaries.targets import read_archs
 from torchsmith.probe.model import ArchSet, TorchInfo
 
-COMPANIONS = (
-    "torchvision",
-    "torchaudio",
-    "triton",
-    "pytorch-triton",
-    "pytorch-triton-rocm",
-    "pytorch-triton-xpu",
-    "xformers",
-    "flash-attn",
-)
 _VERSION_FIELDS = ("__version__", "debug", "cuda", "git_version", "hip", "rocm", "xpu")
 _HASH = r"(?:-[0-9a-f]{8})?"  # auditwheel-style renaming: libcudnn-1a2b3c4d.so.8
 _CUDNN_FILES = (
@@ -237,12 +227,11 @@ def _dist_path(raw: object, name: str) -> str | None:
 
 
 def _companions(dists: Mapping[str, str]) -> dict[str, str]:
-    """torch's companions and the NVIDIA libraries it loads, by distribution name."""
-    return {
-        name: version
-        for name, version in sorted(dists.items())
-        if name in COMPANIONS or name.startswith("nvidia-")
-    }
+    """torch's companions and the NVIDIA libraries it loads, by distribution name.
+
+    The target script looks up exactly those (its ``DISTS``), so everything but torch itself.
+    """
+    return {name: version for name, version in sorted(dists.items()) if name != "torch"}
 
 
 def _opt_str(value: object) -> str | None:
