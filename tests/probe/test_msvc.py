@@ -4,11 +4,11 @@ tree under tmp_path, and fake vswhere.exe / cl.exe scripts."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.probe.fakes import fake_tool
 from torchsmith import platforms
 from torchsmith.probe.msvc import (
     VSWHERE_ARGS,
@@ -24,13 +24,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "tools"
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def fake_tool(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 # ---------------------------------------------------------------------------- parsers

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.probe.fakes import fake_tool
 from torchsmith import platforms
 from torchsmith.probe import toolkits
 from torchsmith.probe.toolkits import (
@@ -38,14 +39,6 @@ needs_nvcc = pytest.mark.skipif(not REAL_NVCC.is_file(), reason="needs /usr/loca
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def fake_tool(path: Path, body: str) -> Path:
-    """A tiny executable Python script standing in for a tool."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 def fake_nvcc(path: Path, version_text: str) -> Path:

@@ -4,13 +4,13 @@ git and make of this machine, fake tools that hang or are missing, and the wall 
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.probe.fakes import fake_tool
 from torchsmith import platforms
 from torchsmith.probe import tools
 from torchsmith.probe.toolkits import probe_cuda_toolkits
@@ -34,13 +34,6 @@ SYSTEM_PATH = "/usr/bin:/bin"
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-def fake_tool(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 def by_name(infos: tuple[tools.ToolInfo, ...]) -> dict[str, tools.ToolInfo]:
