@@ -1,0 +1,1 @@
+"""From-source builds: detect the project, configure (pure), preflight (pure), run (executor)."""

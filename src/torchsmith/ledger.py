@@ -1,0 +1,376 @@
+"""The attempts ledger: one SQLite file that remembers every build and install attempt.
+
+This module is the only code that opens the ledger. The file lives under the user data dir
+(platformdirs) unless ``TORCHSMITH_LEDGER`` names another path. It is opened in WAL mode with a
+busy timeout and every operation is one short transaction, so two builds writing at once neither
+block each other for long nor corrupt the file. The schema is versioned through SQLite's
+``user_version`` and migrated forward on open; a file from a newer torchsmith, or one that is not
+a SQLite database, is an error and is never overwritten.
+
+An attempt is written twice: :meth:`Ledger.start` when the executor begins (status ``running``,
+with the pid and that process's start time) and :meth:`Ledger.finish` when it ends. An attempt
+still ``running`` whose process is gone reads back as ``died`` (killed with SIGKILL, power loss).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+import psutil
+
+from torchsmith.errors import InputError, UsageError
+from torchsmith.util.serialize import to_jsonable
+
+Kind = Literal["build", "install", "clean"]
+Status = Literal["running", "succeeded", "failed", "interrupted", "died"]
+FINAL_STATUSES: tuple[str, ...] = ("succeeded", "failed", "interrupted")
+
+ENV_VAR = "TORCHSMITH_LEDGER"
+_BUSY_TIMEOUT_MS = 15_000
+
+# Each entry upgrades the schema from version i to i + 1. Append; never edit a shipped one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_started REAL,
+        tree TEXT,
+        git_commit TEXT,
+        git_dirty INTEGER,
+        project_kind TEXT,
+        command TEXT NOT NULL DEFAULT '[]',
+        config TEXT NOT NULL DEFAULT '{}',
+        probe TEXT,
+        tools TEXT NOT NULL DEFAULT '{}',
+        log_path TEXT,
+        exit_code INTEGER,
+        duration_s REAL,
+        peak_rss_bytes INTEGER,
+        diagnoses TEXT NOT NULL DEFAULT '[]',
+        archs TEXT NOT NULL DEFAULT '[]',
+        result TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX attempts_kind_started ON attempts (kind, started_at);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class LedgerError(InputError):
+    """The ledger file cannot be used (not a database, from a newer torchsmith, unwritable)."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One recorded attempt, as read back. JSON-valued columns come back parsed."""
+
+    id: int
+    kind: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    host: str
+    pid: int
+    tree: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    project_kind: str | None = None
+    command: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    probe: dict[str, Any] | None = None
+    tools: dict[str, Any] = field(default_factory=dict)
+    log_path: str | None = None
+    exit_code: int | None = None
+    duration_s: float | None = None
+    peak_rss_bytes: int | None = None
+    diagnoses: list[dict[str, Any]] = field(default_factory=list)
+    archs: list[str] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def default_path() -> Path:
+    override = os.environ.get(ENV_VAR)
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_data_path("torchsmith", appauthor=False) / "ledger.sqlite3"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False)
+
+
+def _process_started(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+class Ledger:
+    """The ledger at ``path`` (default: :func:`default_path`), created and migrated on first use."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else default_path()
+        self._ready = False
+
+    # -- connection -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        if not self._ready:
+            self._open_and_migrate()
+        conn = self._raw_connect()
+        try:
+            with conn:  # one transaction: commit on success, roll back on error
+                yield conn
+        except sqlite3.DatabaseError as exc:
+            raise self._unusable(exc) from exc
+        finally:
+            conn.close()
+
+    def _raw_connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        return conn
+
+    def _unusable(self, exc: BaseException) -> LedgerError:
+        return LedgerError(
+            f"the ledger {self.path} cannot be used: {exc}",
+            tip=f"move the file aside (torchsmith never overwrites it) or set {ENV_VAR} "
+            "to another path",
+        )
+
+    def _open_and_migrate(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._unusable(exc) from exc
+        if self.path.exists() and not self.path.is_file():
+            raise self._unusable(IsADirectoryError("not a regular file"))
+        conn = self._raw_connect()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            # BEGIN IMMEDIATE serialises two first openings racing to migrate.
+            conn.execute("BEGIN IMMEDIATE")
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                conn.rollback()
+                raise LedgerError(
+                    f"the ledger {self.path} has schema version {version}, newer than this "
+                    f"torchsmith's {SCHEMA_VERSION}",
+                    tip="upgrade torchsmith, or set TORCHSMITH_LEDGER to another path",
+                )
+            for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {target}")
+            conn.commit()
+        except sqlite3.DatabaseError as exc:
+            raise self._unusable(exc) from exc
+        finally:
+            conn.close()
+        self._ready = True
+
+    @property
+    def schema_version(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- writing --------------------------------------------------------------------------
+    def start(
+        self,
+        kind: Kind,
+        *,
+        config: Any,
+        command: Sequence[str] = (),
+        tree: str | Path | None = None,
+        git_commit: str | None = None,
+        git_dirty: bool | None = None,
+        project_kind: str | None = None,
+        probe: Any = None,
+        tools: Any = None,
+        log_path: str | Path | None = None,
+        pid: int | None = None,
+    ) -> int:
+        """Record that an attempt began; returns its id."""
+        pid = os.getpid() if pid is None else pid
+        row = {
+            "kind": kind,
+            "status": "running",
+            "started_at": _now(),
+            "host": socket.gethostname(),
+            "pid": pid,
+            "pid_started": _process_started(pid),
+            "tree": str(tree) if tree is not None else None,
+            "git_commit": git_commit,
+            "git_dirty": None if git_dirty is None else int(git_dirty),
+            "project_kind": project_kind,
+            "command": _dumps(list(command)),
+            "config": _dumps(config),
+            "probe": None if probe is None else _dumps(probe),
+            "tools": _dumps(tools or {}),
+            "log_path": str(log_path) if log_path is not None else None,
+        }
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        with self._connect() as conn:
+            cursor = conn.execute(f"INSERT INTO attempts ({columns}) VALUES ({marks})", row)  # noqa: S608
+            assert cursor.lastrowid is not None
+            return int(cursor.lastrowid)
+
+    def finish(
+        self,
+        attempt_id: int,
+        *,
+        status: Literal["succeeded", "failed", "interrupted"],
+        exit_code: int | None = None,
+        duration_s: float | None = None,
+        peak_rss_bytes: int | None = None,
+        diagnoses: Any = (),
+        archs: Sequence[str] = (),
+        result: Any = None,
+        log_path: str | Path | None = None,
+    ) -> Attempt:
+        """Record how an attempt ended; returns it as stored."""
+        if status not in FINAL_STATUSES:
+            raise UsageError(f"an attempt cannot finish as {status!r}")
+        finished = _now()
+        with self._connect() as conn:
+            started = conn.execute(
+                "SELECT started_at FROM attempts WHERE id = ?", (attempt_id,)
+            ).fetchone()
+            if started is None:
+                raise self._missing(attempt_id)
+            if duration_s is None:
+                duration_s = (
+                    datetime.fromisoformat(finished) - datetime.fromisoformat(started[0])
+                ).total_seconds()
+            conn.execute(
+                "UPDATE attempts SET status = ?, finished_at = ?, exit_code = ?, duration_s = ?,"
+                " peak_rss_bytes = ?, diagnoses = ?, archs = ?, result = ?,"
+                " log_path = COALESCE(?, log_path) WHERE id = ?",
+                (
+                    status,
+                    finished,
+                    exit_code,
+                    duration_s,
+                    peak_rss_bytes,
+                    _dumps(list(diagnoses)),
+                    _dumps(sorted(set(archs))),
+                    _dumps(result or {}),
+                    None if log_path is None else str(log_path),
+                    attempt_id,
+                ),
+            )
+        return self.get(attempt_id)
+
+    def update_result(self, attempt_id: int, result: Any) -> None:
+        """Replace the kind-specific result of a running attempt (e.g. install's snapshot)."""
+        with self._connect() as conn:
+            cursor = conn.execute(
+                "UPDATE attempts SET result = ? WHERE id = ?", (_dumps(result), attempt_id)
+            )
+            if cursor.rowcount == 0:
+                raise self._missing(attempt_id)
+
+    # -- reading --------------------------------------------------------------------------
+    def get(self, attempt_id: int) -> Attempt:
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
+        if row is None:
+            raise self._missing(attempt_id)
+        return self._attempt(row)
+
+    def list(self, *, kind: str | None = None, limit: int | None = None) -> list[Attempt]:
+        """Attempts, newest first."""
+        query = "SELECT * FROM attempts"
+        params: list[Any] = []
+        if kind is not None:
+            query += " WHERE kind = ?"
+            params.append(kind)
+        query += " ORDER BY id DESC"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+        with self._connect() as conn:
+            rows = conn.execute(query, params).fetchall()
+        return [self._attempt(row) for row in rows]
+
+    def latest(self, *, kind: str | None = None, tree: str | Path | None = None) -> Attempt | None:
+        for attempt in self.list(kind=kind):
+            if tree is None or attempt.tree == str(tree):
+                return attempt
+        return None
+
+    def _missing(self, attempt_id: int) -> LedgerError:
+        return LedgerError(
+            f"no attempt {attempt_id} in the ledger {self.path}",
+            tip="'torchsmith attempts list' shows the recorded attempts",
+        )
+
+    def _attempt(self, row: sqlite3.Row) -> Attempt:
+        status = row["status"]
+        if status == "running" and not self._still_running(row):
+            status = "died"
+        return Attempt(
+            id=row["id"],
+            kind=row["kind"],
+            status=status,
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            host=row["host"],
+            pid=row["pid"],
+            tree=row["tree"],
+            git_commit=row["git_commit"],
+            git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]),
+            project_kind=row["project_kind"],
+            command=json.loads(row["command"]),
+            config=json.loads(row["config"]),
+            probe=None if row["probe"] is None else json.loads(row["probe"]),
+            tools=json.loads(row["tools"]),
+            log_path=row["log_path"],
+            exit_code=row["exit_code"],
+            duration_s=row["duration_s"],
+            peak_rss_bytes=row["peak_rss_bytes"],
+            diagnoses=json.loads(row["diagnoses"]),
+            archs=json.loads(row["archs"]),
+            result=json.loads(row["result"]),
+        )
+
+    @staticmethod
+    def _still_running(row: sqlite3.Row) -> bool:
+        """Whether the process that started a ``running`` attempt is still alive.
+
+        On another host we cannot tell, so the attempt keeps its recorded status. A pid reused
+        by another process is told apart by the process start time recorded at start.
+        """
+        if row["host"] != socket.gethostname():
+            return True
+        started = _process_started(int(row["pid"]))
+        if started is None:
+            return False
+        recorded = row["pid_started"]
+        return recorded is None or abs(started - float(recorded)) < 1.0

@@ -1,0 +1,157 @@
+"""The attempts ledger: real SQLite files, real concurrent processes, a real SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import torchsmith.ledger as ledger_module
+from torchsmith.ledger import SCHEMA_VERSION, Ledger, LedgerError
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(tmp_path / "ledger.sqlite3")
+
+
+def test_start_finish_round_trip(ledger: Ledger, tmp_path: Path) -> None:
+    attempt_id = ledger.start(
+        "build",
+        config={"env": {"TORCH_CUDA_ARCH_LIST": "9.0;12.0"}, "cmake_args": ["-GNinja"]},
+        command=["torchsmith", "build", "."],
+        tree=tmp_path,
+        git_commit="abc123",
+        git_dirty=True,
+        project_kind="cmake",
+        tools={"nvcc": "13.0.88"},
+        log_path=tmp_path / "build.log",
+    )
+    running = ledger.get(attempt_id)
+    assert running.status == "running"
+    assert running.config["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0;12.0"
+    assert running.git_dirty is True
+
+    done = ledger.finish(
+        attempt_id,
+        status="failed",
+        exit_code=1,
+        peak_rss_bytes=123,
+        diagnoses=[{"category": "stale-build-cache"}],
+        archs=["sm_90", "sm_120", "sm_90"],
+    )
+    assert done.status == "failed"
+    assert done.archs == ["sm_120", "sm_90"]
+    assert done.duration_s is not None
+    assert done.duration_s >= 0
+    assert done.diagnoses[0]["category"] == "stale-build-cache"
+    assert [a.id for a in ledger.list()] == [attempt_id]
+    assert ledger.latest(kind="install") is None
+
+
+def test_missing_attempt_is_a_clear_error(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="no attempt 42"):
+        ledger.get(42)
+
+
+def test_wal_mode_and_schema_version(ledger: Ledger) -> None:
+    assert ledger.schema_version == SCHEMA_VERSION
+    conn = sqlite3.connect(ledger.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_corrupt_file_is_reported_and_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    garbage = b"this is not a database\x00" * 100
+    path.write_bytes(garbage)
+    with pytest.raises(LedgerError, match="cannot be used"):
+        Ledger(path).list()
+    assert path.read_bytes() == garbage
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    conn.close()
+    with pytest.raises(LedgerError, match="newer than this torchsmith"):
+        Ledger(path).list()
+
+
+def test_old_schema_migrates_and_keeps_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger written by an older torchsmith (fewer migrations) gains the new ones on open."""
+    path = tmp_path / "ledger.sqlite3"
+    old = Ledger(path)
+    first = old.start("build", config={"a": 1})
+    # A pretend next release adds a column; the stored row must survive the upgrade.
+    monkeypatch.setattr(
+        ledger_module,
+        "MIGRATIONS",
+        (*ledger_module.MIGRATIONS, "ALTER TABLE attempts ADD COLUMN note TEXT"),
+    )
+    monkeypatch.setattr(ledger_module, "SCHEMA_VERSION", len(ledger_module.MIGRATIONS))
+    upgraded = Ledger(path)
+    assert upgraded.schema_version == SCHEMA_VERSION + 1
+    assert upgraded.get(first).config == {"a": 1}
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from torchsmith.ledger import Ledger
+    ledger = Ledger(Path(sys.argv[1]))
+    for i in range(int(sys.argv[2])):
+        n = ledger.start("build", config={"writer": sys.argv[3], "i": i})
+        ledger.finish(n, status="succeeded", exit_code=0)
+    """
+)
+
+
+def test_two_writers_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "40", name])
+        for name in ("a", "b")
+    ]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    attempts = Ledger(path).list()
+    assert len(attempts) == 80
+    assert {a.status for a in attempts} == {"succeeded"}
+    for name in ("a", "b"):
+        assert sorted(a.config["i"] for a in attempts if a.config["writer"] == name) == list(
+            range(40)
+        )
+
+
+def test_killed_process_reads_back_as_died(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from pathlib import Path
+        from torchsmith.ledger import Ledger
+        print(Ledger(Path(sys.argv[1])).start("build", config={}), flush=True)
+        time.sleep(60)
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    attempt_id = int(child.stdout.readline())
+    ledger = Ledger(path)
+    assert ledger.get(attempt_id).status == "running"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+    assert ledger.get(attempt_id).status == "died"
