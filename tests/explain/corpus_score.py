@@ -8,7 +8,7 @@ when it gets no diagnosis at all (a diagnosis there is a false alarm).
 Used by tests/explain/test_corpus.py and to rewrite the figures in the corpus README:
 
     .venv/bin/python -m tests.explain.corpus_score            # print both scores and the misses
-    .venv/bin/python -m tests.explain.corpus_score --readme   # also rewrite README.md's Coverage section
+    .venv/bin/python -m tests.explain.corpus_score --readme   # also rewrite the README's figures
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class SplitScore:
 
     def line(self, split: str) -> str:
         return (
-            f"{split}: top-1 {self.failing_hits}/{self.failing} = {100 * self.top1:.1f}% on failing logs; "
-            f"false alarms {len(self.false_alarms)}/{self.healthy} healthy logs"
+            f"{split}: top-1 {self.failing_hits}/{self.failing} = {100 * self.top1:.1f}% "
+            f"on failing logs; false alarms {len(self.false_alarms)}/{self.healthy} healthy logs"
         )
 
 
@@ -103,6 +103,11 @@ def score(cases: list[Case]) -> dict[str, SplitScore]:
     return scores
 
 
+def after_rules(cases: list[Case]) -> list[Case]:
+    """Held-out cases gathered after the rules were written (``batch = "after-rules"``)."""
+    return [c for c in cases if c.split == "heldout" and c.meta.get("batch") == "after-rules"]
+
+
 def _counts(cases: list[Case], key: str) -> str:
     counter = Counter(str(c.meta.get(key)) for c in cases)
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -122,10 +127,21 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
     for split in SPLITS:
         s = scores[split]
         out.append(
-            f"| {split} | {s.cases} | {s.failing} | {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
+            f"| {split} | {s.cases} | {s.failing} "
+            f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
-    out += ["", "Cases per category and split:", "", "| category | train | heldout |", "| --- | --- | --- |"]
+    late = after_rules(cases)
+    if late:
+        s = score(late)["heldout"]
+        out += [
+            "",
+            f"Of the held-out cases, {s.cases} were gathered after the rules were written "
+            f'(`batch = "after-rules"`): top-1 {s.failing_hits}/{s.failing} = '
+            f"{100 * s.top1:.1f}%, false alarms {len(s.false_alarms)}/{s.healthy}.",
+        ]
+    out += ["", "Cases per category and split:", ""]
+    out += ["| category | train | heldout |", "| --- | --- | --- |"]
     per: Counter[tuple[str, str]] = Counter((c.category, c.split) for c in cases)
     for cat in sorted({c.category for c in cases}):
         out.append(f"| {cat} | {per[(cat, 'train')]} | {per[(cat, 'heldout')]} |")
@@ -137,17 +153,30 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
     return "\n".join(out)
 
 
-BEGIN, END = "<!-- corpus_score:begin -->", "<!-- corpus_score:end -->"
+def cases_markdown(cases: list[Case]) -> str:
+    out = [
+        "| case | category | split | platform | tool | healthy | source |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in cases:
+        source = str(c.meta.get("source", ""))
+        where = f"<{source}>" if source.startswith("https://") else "recorded here"
+        out.append(
+            f"| `{c.name}` | {c.category} | {c.split} | {c.meta.get('platform')} "
+            f"| {c.meta.get('tool')} | {'yes' if c.healthy else ''} | {where} |"
+        )
+    return "\n".join(out)
 
 
-def update_readme(text: str, block: str) -> str:
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    return pattern.sub(lambda _: f"{BEGIN}\n{block}\n{END}", text)
+def update_readme(text: str, block: str, name: str = "corpus_score") -> str:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", action="store_true", help="rewrite the Coverage section of the README")
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's figures")
     parser.add_argument("--quiet", action="store_true", help="do not list the misses")
     parser.add_argument(
         "--show-heldout",
@@ -162,9 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet and (split == "train" or args.show_heldout):
             for miss in scores[split].misses + scores[split].false_alarms:
                 print(f"  {split} miss: {miss}")
+    late = after_rules(cases)
+    if late:
+        print(score(late)["heldout"].line("heldout, gathered after the rules"))
     if args.readme:
         readme = CORPUS / "README.md"
-        readme.write_text(update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores)), "utf-8")
+        text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores))
+        readme.write_text(update_readme(text, cases_markdown(cases), "corpus_cases"), "utf-8")
     return 0
 
 
