@@ -103,9 +103,13 @@ def score(cases: list[Case]) -> dict[str, SplitScore]:
     return scores
 
 
-def after_rules(cases: list[Case]) -> list[Case]:
-    """Held-out cases gathered after the rules were written (``batch = "after-rules"``)."""
-    return [c for c in cases if c.split == "heldout" and c.meta.get("batch") == "after-rules"]
+def batches(cases: list[Case]) -> dict[str, list[Case]]:
+    """Held-out cases per ``batch`` (gathered after a round of rule writing, not tuned against)."""
+    out: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.split == "heldout" and c.meta.get("batch"):
+            out.setdefault(str(c.meta["batch"]), []).append(c)
+    return dict(sorted(out.items()))
 
 
 def _counts(cases: list[Case], key: str) -> str:
@@ -131,14 +135,13 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
             f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
-    late = after_rules(cases)
-    if late:
-        s = score(late)["heldout"]
+    for name, group in batches(cases).items():
+        b = score(group)["heldout"]
         out += [
             "",
-            f"Of the held-out cases, {s.cases} were gathered after the rules were written "
-            f'(`batch = "after-rules"`): top-1 {s.failing_hits}/{s.failing} = '
-            f"{100 * s.top1:.1f}%, false alarms {len(s.false_alarms)}/{s.healthy}.",
+            f"Held-out batch `{name}` ({b.cases} cases, gathered after that round's rules): "
+            f"top-1 {b.failing_hits}/{b.failing} = {100 * b.top1:.1f}%, "
+            f"false alarms {len(b.false_alarms)}/{b.healthy}.",
         ]
     out += ["", "Cases per category and split:", ""]
     out += ["| category | train | heldout |", "| --- | --- | --- |"]
@@ -191,9 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet and (split == "train" or args.show_heldout):
             for miss in scores[split].misses + scores[split].false_alarms:
                 print(f"  {split} miss: {miss}")
-    late = after_rules(cases)
-    if late:
-        print(score(late)["heldout"].line("heldout, gathered after the rules"))
+    for name, group in batches(cases).items():
+        print(score(group)["heldout"].line(f"heldout batch {name}"))
     if args.readme:
         readme = CORPUS / "README.md"
         text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores))
