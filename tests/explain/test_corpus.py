@@ -9,6 +9,9 @@ import pytest
 from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, score
 
 GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
+# train holds every studied miss, including logs no rule can diagnose (no error text, cut before the
+# error): a regression floor, not the figure that counts
+TRAIN_FLOOR = 0.85
 
 
 @pytest.fixture(scope="module")
@@ -31,4 +34,5 @@ def test_corpus_accuracy(scores: dict[str, SplitScore], split: str) -> None:
     print(s.line(split))
     assert not s.false_alarms, s.false_alarms
     # held-out misses are not printed: whoever studies one must move it to train (README)
-    assert s.top1 >= GOAL, s.misses if split == "train" else "held-out top-1 below the goal"
+    floor = TRAIN_FLOOR if split == "train" else GOAL
+    assert s.top1 >= floor, s.misses if split == "train" else "held-out top-1 below the goal"
