@@ -99,3 +99,16 @@ def test_bad_input_is_one_line(
     assert code == 3
     assert message in err
     assert "Traceback" not in err
+
+
+def test_routes_decided_from_torch_archs_before_any_kernel() -> None:
+    from torchsmith.probe.model import ArchSet, TorchInfo  # noqa: PLC0415
+    from torchsmith.verify.runner import _routes  # noqa: PLC0415
+
+    torch = TorchInfo("2.11.0+cu130", "/x", cuda="13.0", archs=ArchSet(sass=("sm_120",)))
+    routes = _routes(torch)
+    assert routes["12.0"]["kind"] == "sass"
+    assert routes["9.0"]["ok"] is False
+    ptx = TorchInfo("2.11.0+cu130", "/x", cuda="13.0", archs=ArchSet(ptx=("compute_80",)))
+    assert _routes(ptx)["9.0"]["kind"] == "ptx"
+    assert _routes(TorchInfo("2.13.0+cpu", "/x")) == {}

@@ -100,6 +100,7 @@ def run_verify(
                 "CPU-only torch" + (f" on a machine with {nvidia[0].name}" if nvidia else ""),
             )
         )
+    _drop_repeats(report)
     report.duration_s = round(time.monotonic() - started, 3)
     report.ok = not any(c.passed is False for c in report.checks)
     return report
@@ -126,6 +127,17 @@ def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str
         Check("shared libraries", not missing, len(result.objects), detail, result.duration_s)
     )
     report.findings.extend(static.findings(result, torch.version, torch.cuda))
+
+
+def _drop_repeats(report: VerifyReport) -> None:
+    """A failed import explained as what the static check already named is said once."""
+    static_categories = {f.category for f in report.findings if f.subject != "torch"}
+    report.findings = [
+        f
+        for f in report.findings
+        if not (f.subject == "torch" and f.message.startswith("`import torch` failed"))
+        or f.category not in static_categories
+    ]
 
 
 def _cpu_only(torch: TorchInfo, gpus: tuple[GpuInfo, ...]) -> Finding:
