@@ -119,3 +119,26 @@ def test_windows_loader_env_adds_nvidia_bins(tmp_path: Path) -> None:
     assert env.fallback_dirs[0].endswith("bin")
     assert len(env.fallback_dirs) == 2
     assert env.system_dirs == (str(Path(r"C:\Windows") / "System32"),)
+
+
+def test_windows_torch_layout_with_real_pe_files(tmp_path: Path) -> None:
+    """A torch dir whose _C.pyd is a real CPython extension (imports python311.dll,
+    KERNEL32.dll, VCRUNTIME140.dll and an API set), resolved in the Windows order."""
+    torch_dir = tmp_path / "site" / "torch"
+    (torch_dir / "lib").mkdir(parents=True)
+    shutil.copy2(FIXTURES / "speedups.cp311-win_amd64.pyd", torch_dir / "_C.cp311-win_amd64.pyd")
+    shutil.copy2(FIXTURES / "cudart64_12.dll", torch_dir / "lib" / "cudart64_12.dll")
+    system32 = tmp_path / "Windows" / "System32"
+    system32.mkdir(parents=True)
+    (system32 / "kernel32.dll").write_bytes(b"MZ")  # case differs: Windows matches anyway
+    python_dir = tmp_path / "Python311"
+    python_dir.mkdir()
+    (python_dir / "python311.dll").write_bytes(b"MZ")
+    env = LoaderEnv("windows", system_dirs=(str(system32),), app_dirs=(str(python_dir),))
+    static._DIR_CACHE.clear()
+    result = check_torch(torch_dir, env)
+    assert [m.name for m in result.missing] == ["VCRUNTIME140.dll"]
+    assert result.missing_lazy == ()  # cudart64_12.dll in torch\lib imports only API sets
+    (finding, *_) = static.findings(result, "2.11.0+cu128", "12.8")
+    assert "Visual C++ Redistributable" in finding.fix
+    assert "python311.dll" not in {Path(p).name for p in result.unreadable}
