@@ -71,8 +71,8 @@ def test_ld_library_path_beats_runpath_and_rpath_beats_both(
     assert found.via == "LD_LIBRARY_PATH"
 
 
-@pytest.mark.integration
-def test_missing_cuda_library_points_at_its_pip_package(torch_copy: Path) -> None:
+def test_missing_cuda_library_points_at_its_pip_package(tmp_path: Path) -> None:
+    torch_copy = tmp_path / "torch"
     # A libtorch_cuda-like dependency: libtorch.so needing libcudnn.so.9 (patched copy).
     result = static.StaticResult(
         torch_dir=str(torch_copy),
