@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,53 @@ def test_windows_torch_layout_with_real_pe_files(tmp_path: Path) -> None:
     (finding, *_) = static.findings(result, "2.11.0+cu128", "12.8")
     assert "Visual C++ Redistributable" in finding.fix
     assert "python311.dll" not in {Path(p).name for p in result.unreadable}
+
+
+def _gcc_lib(gcc: str, out: Path, soname: str, *link: str, runpath: str | None = None) -> None:
+    src = out.with_suffix(".c")
+    src.write_text(f"int f_{abs(hash(soname)) % 10000}(void) {{ return 1; }}\n")
+    args = [gcc, "-shared", "-fPIC", "-o", str(out), str(src), f"-Wl,-soname,{soname}"]
+    if runpath:
+        args.append(f"-Wl,--enable-new-dtags,-rpath,{runpath}")
+    subprocess.run([*args, "-Wl,--no-as-needed", *link], check=True, capture_output=True)
+    src.unlink()
+
+
+@pytest.mark.integration
+def test_missing_cudnn_in_a_gcc_built_cuda_layout_matches_ldd(tmp_path: Path) -> None:
+    """Real ELF files laid out like a CUDA wheel: _C -> libtorch_cuda.so -> libcudnn.so.9 through
+    RUNPATH $ORIGIN/../../nvidia/cudnn/lib; deleting libcudnn.so.9 is named, as ldd says."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc")
+    site = tmp_path / "site"
+    cudnn_dir = site / "nvidia" / "cudnn" / "lib"
+    lib = site / "torch" / "lib"
+    cudnn_dir.mkdir(parents=True)
+    lib.mkdir(parents=True)
+    _gcc_lib(gcc, cudnn_dir / "libcudnn.so.9", "libcudnn.so.9")
+    _gcc_lib(
+        gcc,
+        lib / "libtorch_cuda.so",
+        "libtorch_cuda.so",
+        f"-L{cudnn_dir}",
+        "-l:libcudnn.so.9",
+        runpath="$ORIGIN/../../nvidia/cudnn/lib",
+    )
+    c_ext = site / "torch" / "_C.cpython-311-x86_64-linux-gnu.so"
+    _gcc_lib(gcc, c_ext, "_C", f"-L{lib}", "-ltorch_cuda", runpath="$ORIGIN/lib")
+    env = LoaderEnv("linux", ld_cache=parse_ldconfig(""))
+    result = check_torch(site / "torch", env)
+    assert result.missing == ()
+    assert str(cudnn_dir / "libcudnn.so.9") in result.objects
+    (cudnn_dir / "libcudnn.so.9").unlink()
+    result = check_torch(site / "torch", env)
+    assert [(m.name, Path(m.needed_by).name) for m in result.missing] == [
+        ("libcudnn.so.9", "libtorch_cuda.so")
+    ]
+    (finding,) = static.findings(result, "2.11.0+cu130", "13.0")
+    assert "pip install nvidia-cudnn-cu13" in finding.fix
+    ldd = shutil.which("ldd")
+    if ldd is not None:
+        said = subprocess.run([ldd, str(c_ext)], capture_output=True, text=True, check=False)
+        assert "libcudnn.so.9 => not found" in said.stdout

@@ -266,7 +266,7 @@ class _Walker:
         for via, dirs in tiers:
             for d in dirs:
                 if self._usable(Path(d) / name):
-                    return Resolved(name, str(Path(d) / name), needed_by, via)
+                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
         for candidate in self.env.ld_cache.get(name, ()):
             if self._usable(Path(candidate)):
                 return Resolved(name, candidate, needed_by, "ld.so.cache")
@@ -276,7 +276,7 @@ class _Walker:
         ):
             for d in dirs:
                 if self._usable(Path(d) / name):
-                    return Resolved(name, str(Path(d) / name), needed_by, via)
+                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
         return Resolved(name, None, needed_by, "")
 
     def _find_dll(self, name: str, needed_by: str) -> Resolved:
