@@ -81,7 +81,8 @@ def run_verify(
     probe = gpu_probe or _live_gpus
     _static(report, torch, info.site_packages, exe)
     gpus: tuple[GpuInfo, ...] = ()
-    if torch.cuda is None:  # only then does it matter whether the machine has an NVIDIA GPU
+    cpu_only = torch.cuda is None and torch.hip is None
+    if cpu_only:  # only then does it matter whether the machine has an NVIDIA GPU
         gpus, driver = probe()
         report.driver_version = driver.version if driver else None
         report.findings.append(_cpu_only(torch, gpus))
@@ -90,7 +91,7 @@ def run_verify(
     if torch.cuda is not None and report.driver_version is None:  # the script could not read it
         _, driver = probe()
         report.driver_version = driver.version if driver else None
-    if torch.cuda is None:
+    if cpu_only:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]
         report.add(
             Check(

@@ -559,7 +559,8 @@ def main(argv: list[str]) -> None:
     if torch is None:
         return
     STATE["cuda_built"] = torch.version.cuda
-    if not torch.version.cuda:
+    STATE["hip_built"] = getattr(torch.version, "hip", None)
+    if not (torch.version.cuda or STATE["hip_built"]):  # ROCm builds use the torch.cuda API too
         STATE["done"] = True
         save()
         return
