@@ -101,6 +101,7 @@ def run_verify(
                 "CPU-only torch" + (f" on a machine with {nvidia[0].name}" if nvidia else ""),
             )
         )
+    report.findings.extend(shadowed_libraries(report))
     _drop_repeats(report)
     report.duration_s = round(time.monotonic() - started, 3)
     report.ok = not any(c.passed is False for c in report.checks)
@@ -128,6 +129,38 @@ def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str
         Check("shared libraries", not missing, len(result.objects), detail, result.duration_s)
     )
     report.findings.extend(static.findings(result, torch.version, torch.cuda))
+
+
+def shadowed_libraries(report: VerifyReport) -> list[Finding]:
+    """A CUDA library loaded from elsewhere although torch's own install ships one of that name.
+
+    The classic: LD_LIBRARY_PATH (or PATH) pointing at a system CUDA/cuDNN, so the process runs
+    with a cuDNN other than the one torch was built and tested with.
+    """
+    if not report.torch_location or not report.loaded:
+        return []
+    site = Path(report.torch_location).parent
+    shipped: dict[str, Path] = {}
+    for pattern in ("torch/lib/*", "nvidia/*/lib/*", "nvidia/*/bin/*"):
+        for path in site.glob(pattern):
+            shipped.setdefault(path.name.lower(), path)
+    out = []
+    for lib in report.loaded:
+        own = shipped.get(lib.name.lower())
+        if own is None or Path(lib.path).resolve() == own.resolve():
+            continue
+        out.append(
+            Finding(
+                "other",
+                "warning",
+                f"{lib.name} was loaded from {lib.path}, not from the copy torch's install ships "
+                f"({own})",
+                "remove the other CUDA/cuDNN directory from LD_LIBRARY_PATH (Linux) or PATH "
+                "(Windows) for this environment, so torch uses the libraries it was built with",
+                subject=lib.name,
+            )
+        )
+    return out
 
 
 def _drop_repeats(report: VerifyReport) -> None:
