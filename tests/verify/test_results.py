@@ -29,15 +29,15 @@ def test_h200_all_pass_with_figures_and_loaded_libraries() -> None:
     assert report.findings == []
     (gpu,) = report.gpus
     assert (gpu.name, gpu.compute_capability, gpu.route_kind) == ("NVIDIA H200", "9.0", "sass")
-    assert gpu.bf16_tflops == 781.4
+    assert gpu.bf16_tflops == 701.4
     assert gpu.peak_bf16_tflops == 989.5
-    assert gpu.copy_gbs == 3950.2
+    assert gpu.copy_gbs == 4239.6
     assert gpu.peak_bandwidth_gbs == 4800
     versions = {lib.name: lib.version for lib in report.loaded}
     assert versions["libcudnn.so.9"] == "9"
-    assert versions["libcuda.so.1"] == "580.95.05"
-    assert report.driver_version == "580.95.05"
-    assert report.import_s == 1.8412
+    assert versions["libcuda.so.580.159.04"] == "580.159.04"
+    assert report.driver_version == "580.159.04"
+    assert report.import_s == 3.0972
 
 
 def test_far_below_peak_warns_with_the_datasheet_source() -> None:
@@ -126,10 +126,10 @@ def test_render_and_envelope() -> None:
     render_verify(report, console)
     text = console.export_text()
     assert "NVIDIA H200" in text
-    assert "79% of datasheet 989.5" in text
+    assert "71% of datasheet 989.5" in text
     doc = json.loads(envelope.dumps(envelope.wrap("verify", report)))
     assert doc["schema"] == "torchsmith/verify"
-    assert doc["data"]["gpus"][0]["bf16_tflops"] == 781.4
+    assert doc["data"]["gpus"][0]["bf16_tflops"] == 701.4
 
 
 def test_cuda_build_without_a_visible_gpu() -> None:
