@@ -165,3 +165,15 @@ def test_a_cudnn_loaded_from_elsewhere_is_named(tmp_path: Path) -> None:
     (finding,) = shadowed_libraries(report)
     assert str(system) in finding.message
     assert "LD_LIBRARY_PATH" in finding.fix
+
+
+def test_two_h200s_recorded_figures_and_nccl() -> None:
+    """Real recording on nvidia-h200-x2: per-GPU figures plausible, NCCL bus bandwidth present."""
+    path = Path(__file__).parents[1] / "fixtures" / "2xh200-linux" / "verify_quick.json"
+    data = json.loads(path.read_text())["data"]
+    assert data["ok"]
+    assert [g["compute_capability"] for g in data["gpus"]] == ["9.0", "9.0"]
+    for gpu in data["gpus"]:
+        assert 0.5 * gpu["peak_bf16_tflops"] < gpu["bf16_tflops"] < gpu["peak_bf16_tflops"]
+        assert gpu["copy_gbs"] < gpu["peak_bandwidth_gbs"]
+    assert data["nccl_busbw_gbs"] == 258.0
