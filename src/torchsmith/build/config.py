@@ -196,7 +196,7 @@ def _vkey(version: str | None) -> tuple[int, ...]:
 def _pick_toolkit(
     probe: Probe, kb: Knowledge, ccs: tuple[str, ...], project: Project, acc: _Acc
 ) -> CudaToolkitInfo | None:
-    usable = [t for t in probe.cuda_toolkits if t.version and not t.error]
+    usable = [t for t in probe.cuda_toolkits if t.version]
     if not usable:
         acc.findings.append(
             Finding(
@@ -225,6 +225,7 @@ def _pick_toolkit(
 
     best = max(usable, key=score)
     ok_arch, ok_major = score(best)[:2]
+    parts_error = f"; note: {best.error}" if best.nvcc is None and best.error else ""
     parts = [f"CUDA {best.version} at {best.root}"]
     if ccs:
         parts.append(
@@ -240,7 +241,7 @@ def _pick_toolkit(
         )
     if len(usable) > 1:
         parts.append(f"chosen among {len(usable)} toolkits")
-    acc.choose("CUDA_HOME", best.root, "; ".join(parts))
+    acc.choose("CUDA_HOME", best.root, "; ".join(parts) + parts_error)
     return best
 
 

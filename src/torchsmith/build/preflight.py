@@ -194,6 +194,17 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
     if tk is None:
         return out
     sms, how = toolkit_sm_targets(tk, kb)
+    if tk.nvcc is None and tk.error:
+        out.append(
+            Finding(
+                "cuda-toolkit-not-found",
+                "error",
+                f"the CUDA toolkit at {tk.root} has no nvcc ({tk.error})",
+                "install a full CUDA toolkit (or pip install nvidia-cuda-nvcc for CUDA 13) and "
+                "set CUDA_HOME to it",
+                subject="nvcc",
+            )
+        )
     for entry in config.arch_list:
         cc = entry.replace("+PTX", "")
         if can_target(tk, kb, cc) is False:
