@@ -46,7 +46,7 @@ def test_cc_list_is_exactly_those(h200: Probe, kb: Knowledge) -> None:
     assert c.arch_list == ("9.0", "12.0")
     assert choice(c, "TORCH_CUDA_ARCH_LIST") == "9.0;12.0"
     assert "-DCMAKE_CUDA_ARCHITECTURES=90-real;120-real" in c.cmake_args
-    assert c.steps[0].argv[:2] == ("cmake", "-S")
+    assert c.steps[0].argv[:2] == ("/opt/torch/.venv/bin/cmake", "-S")
     assert "Ninja" in c.steps[0].argv
     assert c.steps[1].argv[-2:] == ("-j", str(c.jobs))
 

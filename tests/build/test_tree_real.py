@@ -190,3 +190,32 @@ def test_cuda_toolkit_info_without_targets_uses_kb(kb: Knowledge) -> None:
     assert can_target(tk, kb, "12.0") is True
     assert can_target(dataclasses.replace(tk, version="12.6"), kb, "12.0") is False
     assert can_target(dataclasses.replace(tk, version="99.1"), kb, "12.0") is None
+
+
+def test_compiler_caches_in_the_target_venv(tmp_path: Path) -> None:
+    from torchsmith.build.tree import find_compiler_caches  # noqa: PLC0415
+
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "sccache"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    found = find_compiler_caches(str(bin_dir / "python"), path=str(tmp_path / "empty"))
+    assert found["sccache"] == str(bin_dir / "sccache")
+
+
+def test_torch_extensions_jit_cache(
+    h200: Probe, kb: Knowledge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jit = tmp_path / "torch_extensions" / "py311_cu130" / "scatter_like"
+    jit.mkdir(parents=True)
+    fixture = Path(__file__).parent / "fixtures" / "torch-2.13-cuda-build.ninja"
+    shutil.copy(fixture, jit / "build.ninja")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
+    project = detect_project(copy_project("scatter_like", tmp_path))
+    config = make_config(project, h200, kb, BuildOptions())
+    facts = read_tree(project, config)
+    assert [c.kind for c in facts.caches] == ["torch_extensions"]
+    (f,) = preflight(config, facts, h200, kb)
+    assert f.category == "stale-build-cache"
+    assert str(jit / "build.ninja") in f.message

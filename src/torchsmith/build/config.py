@@ -117,8 +117,15 @@ def make_config(
     )
     if windows:
         _windows(project, probe, facts, acc)
+    cmake = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), "cmake")
     steps = _steps(
-        project, python=python, jobs=jobs, cmake_args=cmake_args, windows=windows, acc=acc
+        project,
+        python=python,
+        jobs=jobs,
+        cmake=cmake,
+        cmake_args=cmake_args,
+        windows=windows,
+        acc=acc,
     )
     return BuildConfig(
         project=project,
@@ -571,6 +578,7 @@ def _steps(
     *,
     python: str,
     jobs: int,
+    cmake: str,
     cmake_args: tuple[str, ...],
     windows: bool,
     acc: _Acc,
@@ -581,8 +589,8 @@ def _steps(
     if project.kind == "cmake":
         build_dir = project.build_dir or str(PurePosixPath(cwd) / "build")
         steps = (
-            Step("configure", ("cmake", "-S", cwd, "-B", build_dir, *cmake_args), cwd),
-            Step("build", ("cmake", "--build", build_dir, "-j", str(jobs)), cwd),
+            Step("configure", (cmake, "-S", cwd, "-B", build_dir, *cmake_args), cwd),
+            Step("build", (cmake, "--build", build_dir, "-j", str(jobs)), cwd),
         )
     elif project.kind == "pytorch":
         if project.build_system == "pyproject":
