@@ -71,7 +71,7 @@ def test_no_gpu_visible_asks_for_targets(h200: Probe, kb: Knowledge) -> None:
     c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions())
     assert c.arch_list == ()
     assert "TORCH_CUDA_ARCH_LIST" not in c.env
-    (f,) = c.findings
+    (f,) = [f for f in c.findings if f.severity != "info"]
     assert f.category == "no-gpu-visible"
     assert "--cc" in f.fix
 
@@ -101,11 +101,23 @@ def test_jobs_are_budgeted_by_ram(h200: Probe, kb: Knowledge) -> None:
     assert make_config(CPP, h200, kb, BuildOptions(jobs=3)).jobs == 3
 
 
-def test_ninja_off_project_gets_build_ext_parallel(h200: Probe, kb: Knowledge) -> None:
+def test_ninja_off_cuda_project_is_not_built_in_threads(h200: Probe, kb: Knowledge) -> None:
     c = make_config(SCATTER, h200, kb, BuildOptions())
+    (install,) = c.steps
+    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    assert choice(c, "build_ext --parallel") == "off"
+    (f,) = c.findings
+    assert (f.severity, f.subject) == ("info", "parallelism")
+
+
+def test_ninja_off_cpu_project_gets_build_ext_parallel(h200: Probe, kb: Knowledge) -> None:
+    cpu_only = dataclasses.replace(SCATTER, notes=SCATTER.notes[:1])
+    c = make_config(cpu_only, h200, kb, BuildOptions())
     compile_step, install = c.steps
     assert compile_step.argv[1:] == ("setup.py", "build_ext", "--parallel", str(c.jobs))
     assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    launcher = with_tool(h200, "ccache", "/usr/bin/ccache")  # torch would nest the wrapper
+    assert len(make_config(cpu_only, launcher, kb, BuildOptions()).steps) == 1
 
 
 def test_pytorch_switches_and_set_validation(h200: Probe, kb: Knowledge) -> None:

@@ -597,7 +597,7 @@ def _steps(
             steps = (Step("install", (*pip, "-e", "."), cwd),)
         else:
             steps = (Step("install", (python, "setup.py", "develop"), cwd),)
-    elif project.kind == "cpp_extension" and not project.uses_ninja:
+    elif project.kind == "cpp_extension" and not project.uses_ninja and _threads_safe(project, acc):
         # setuptools' build_ext --parallel builds the extensions in threads; the install step
         # then finds the objects up to date in build/temp.* and only links/copies.
         steps = (
@@ -616,6 +616,39 @@ def _steps(
     if windows and vcvars:
         steps = tuple(_in_vcvars(s, vcvars) for s in steps)
     return steps
+
+
+def _threads_safe(project: Project, acc: _Acc) -> bool:
+    """Whether build_ext --parallel is safe for a project that turns ninja off.
+
+    torch.utils.cpp_extension's non-ninja path (torch 2.13, ``unix_wrap_single_compile``) swaps
+    the ONE compiler object's ``compiler_so`` to nvcc for each .cu file and back afterwards, and
+    re-wraps it with ccache/sccache on every call. setuptools' --parallel shares that compiler
+    between threads, so a .cpp compiled while another thread compiles a .cu runs through nvcc
+    (and wrappers nest). Safe only with C++ sources and no compiler wrapper.
+    """
+    if not is_cuda_project(project) and "PATH" not in acc.env:
+        return True
+    acc.choose(
+        "build_ext --parallel",
+        "off",
+        "the project turns ninja off and torch's non-ninja path shares one compiler object "
+        "between threads (.cu files swap it to nvcc): parallel extension builds would mix "
+        "compilers, so files compile one at a time",
+    )
+    acc.findings.append(
+        Finding(
+            "other",
+            "info",
+            f"{project.name or 'this project'} turns ninja off (use_ninja=False): "
+            "torch.utils.cpp_extension compiles one file at a time and cannot safely build its "
+            "extensions in parallel threads",
+            "nothing to do for correctness; for speed, rebuilds hit the compiler cache "
+            "(sccache/ccache), and MAX_JOBS has no effect on this project",
+            subject="parallelism",
+        )
+    )
+    return False
 
 
 def _in_vcvars(step: Step, vcvars: str) -> Step:
