@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from torchsmith import platforms
-from torchsmith.build.config import expand_env, make_config
+from torchsmith.build.config import PARALLEL_SETUP, expand_env, make_config
 from torchsmith.build.detect import detect_project
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.tree import tree_options
@@ -101,8 +102,32 @@ def test_jobs_are_budgeted_by_ram(h200: Probe, kb: Knowledge) -> None:
     assert make_config(CPP, h200, kb, BuildOptions(jobs=3)).jobs == 3
 
 
-def test_ninja_off_cuda_project_is_not_built_in_threads(h200: Probe, kb: Knowledge) -> None:
+def test_ninja_off_project_runs_through_parallel_setup(h200: Probe, kb: Knowledge) -> None:
     c = make_config(SCATTER, h200, kb, BuildOptions())
+    compile_step, install = c.steps
+    assert compile_step.argv == (
+        "/opt/torch/.venv/bin/python3",
+        PARALLEL_SETUP,
+        "build_ext",
+        "--parallel",
+        str(c.jobs),
+    )
+    assert Path(PARALLEL_SETUP).is_file()
+    assert c.env["TORCHSMITH_JOBS"] == str(c.jobs)
+    assert c.env["PATH"] == "/opt/torch/.venv/bin:${PATH}"  # the venv's ninja
+    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+
+
+def without_ninja(probe: Probe) -> Probe:
+    return dataclasses.replace(
+        probe, build_tools=tuple(t for t in probe.build_tools if t.name != "ninja")
+    )
+
+
+def test_ninja_off_cuda_project_without_ninja_is_not_built_in_threads(
+    h200: Probe, kb: Knowledge
+) -> None:
+    c = make_config(SCATTER, without_ninja(h200), kb, BuildOptions())
     (install,) = c.steps
     assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
     assert choice(c, "build_ext --parallel") == "off"
@@ -110,13 +135,16 @@ def test_ninja_off_cuda_project_is_not_built_in_threads(h200: Probe, kb: Knowled
     assert (f.severity, f.subject) == ("info", "parallelism")
 
 
-def test_ninja_off_cpu_project_gets_build_ext_parallel(h200: Probe, kb: Knowledge) -> None:
+def test_ninja_off_cpu_project_without_ninja_gets_build_ext_parallel(
+    h200: Probe, kb: Knowledge
+) -> None:
     cpu_only = dataclasses.replace(SCATTER, notes=SCATTER.notes[:1])
-    c = make_config(cpu_only, h200, kb, BuildOptions())
+    probe = without_ninja(h200)
+    c = make_config(cpu_only, probe, kb, BuildOptions())
     compile_step, install = c.steps
     assert compile_step.argv[1:] == ("setup.py", "build_ext", "--parallel", str(c.jobs))
     assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
-    launcher = with_tool(h200, "ccache", "/usr/bin/ccache")  # torch would nest the wrapper
+    launcher = with_tool(probe, "ccache", "/usr/bin/ccache")  # torch would nest the wrapper
     assert len(make_config(cpu_only, launcher, kb, BuildOptions()).steps) == 1
 
 

@@ -219,3 +219,41 @@ def test_torch_extensions_jit_cache(
     (f,) = [f for f in preflight(config, facts, h200, kb) if f.severity != "info"]
     assert f.category == "stale-build-cache"
     assert str(jit / "build.ninja") in f.message
+
+
+TORCH_VENV = Path(os.environ.get("TORCHSMITH_TEST_TORCH_VENV", REPO / ".cache" / "torch-venv"))
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (TORCH_VENV / "bin" / "python").exists() or not shutil.which("ninja"),
+    reason="needs the CPU torch venv and ninja",
+)
+def test_parallel_setup_builds_a_ninja_off_project_in_threads(
+    h200: Probe, kb: Knowledge, tmp_path: Path
+) -> None:
+    project = detect_project(copy_project("multi_ext", tmp_path))
+    assert not project.uses_ninja
+    python = str(TORCH_VENV / "bin" / "python")
+    probe = dataclasses.replace(this_machine(h200), gpus=())
+    config = make_config(project, probe, kb, BuildOptions(python=python, jobs=3, cache="none"))
+    compile_step = config.steps[0]
+    env = expand_env(config.env, dict(os.environ))
+    done = subprocess.run(
+        compile_step.argv,
+        cwd=compile_step.cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "torchsmith: 3 extensions, 3 at a time, ninja=on, MAX_JOBS=1" in done.stdout
+    build = Path(project.path) / "build"
+    assert len(list(build.glob("temp.*/ninja-*/build.ninja"))) == 3
+    assert sorted(p.name for p in build.glob("lib.*/_*.so")) == ["_a.so", "_b.so", "_c.so"]
+    facts = read_tree(project, config)
+    assert len([c for c in facts.caches if c.path.endswith("build.ninja")]) == 3
+    assert [f for f in preflight(config, facts, probe, kb) if f.severity != "info"] == []

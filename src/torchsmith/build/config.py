@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from torchsmith import platforms
 from torchsmith.build.detect import is_cuda_project
@@ -25,6 +25,8 @@ from torchsmith.knowledge.compat import parse_cc
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
+# Run by the target interpreter for projects that turn ninja off (see the script's docstring).
+PARALLEL_SETUP = str(Path(__file__).resolve().parent / "scripts" / "parallel_setup.py")
 EXTENSION_KINDS = ("cpp_extension", "torchvision", "torchaudio")
 
 
@@ -100,6 +102,10 @@ def make_config(
         )
         acc.env["NVCC_APPEND_FLAGS"] = f"--threads {nvcc_threads}"
 
+    if project.kind == "cpp_extension" and (python.startswith("/") or ":\\" in python):
+        # ninja (pip install ninja) lives next to the target interpreter; torch looks for it
+        # (and for ccache/sccache) on PATH, which an unactivated venv does not change.
+        acc.env["PATH"] = _dirname(python, windows) + (";" if windows else ":") + "${PATH}"
     cache, launcher = _pick_launcher(
         project, probe=probe, options=options, windows=windows, cuda_home=cuda_home, acc=acc
     )
@@ -125,6 +131,7 @@ def make_config(
         cmake=cmake,
         cmake_args=cmake_args,
         windows=windows,
+        has_ninja=any(t.name == "ninja" and t.path for t in probe.build_tools),
         acc=acc,
     )
     return BuildConfig(
@@ -415,7 +422,11 @@ def _pick_launcher(
         # torch.utils.cpp_extension (2.13) prepends ccache/sccache from PATH to the C++ compiler
         # and nvcc, ninja and non-ninja path alike (_wrap_compiler), except on Windows, where
         # only the ninja path's nvcc can be wrapped, through PYTORCH_NVCC.
-        acc.env["PATH"] = _dirname(path, windows) + (";" if windows else ":") + "${PATH}"
+        sep = ";" if windows else ":"
+        current = acc.env.get("PATH", "${PATH}")
+        first = _dirname(path, windows)
+        if not current.startswith(first + sep):
+            acc.env["PATH"] = first + sep + current
         how = "its folder first on PATH: torch.utils.cpp_extension wraps c++ and nvcc with it"
         if windows and cuda_home:
             acc.env["PYTORCH_NVCC"] = f"{path} {cuda_home}\\bin\\nvcc.exe"
@@ -581,6 +592,7 @@ def _steps(
     cmake: str,
     cmake_args: tuple[str, ...],
     windows: bool,
+    has_ninja: bool,
     acc: _Acc,
 ) -> tuple[Step, ...]:
     cwd = project.path
@@ -597,9 +609,28 @@ def _steps(
             steps = (Step("install", (*pip, "-e", "."), cwd),)
         else:
             steps = (Step("install", (python, "setup.py", "develop"), cwd),)
+    elif project.kind == "cpp_extension" and not project.uses_ninja and has_ninja:
+        # parallel_setup.py (run by the target interpreter) turns torch's ninja backend back on,
+        # gives each setuptools thread its own ninja folder and splits TORCHSMITH_JOBS between
+        # them; the install step then finds every object up to date and only packages.
+        acc.env["TORCHSMITH_JOBS"] = str(jobs)
+        steps = (
+            Step(
+                "compile",
+                (python, PARALLEL_SETUP, "build_ext", "--parallel", str(jobs)),
+                cwd,
+            ),
+            Step("install", (*pip, "."), cwd),
+        )
+        acc.choose(
+            "build_ext --parallel",
+            str(jobs),
+            "the project turns ninja off, which compiles one file at a time and cannot build "
+            "extensions in parallel threads safely; torchsmith runs its setup.py through "
+            "parallel_setup.py: torch's ninja backend, one ninja folder per thread, "
+            f"{jobs} compile jobs split between the threads (the project's files are unchanged)",
+        )
     elif project.kind == "cpp_extension" and not project.uses_ninja and _threads_safe(project, acc):
-        # setuptools' build_ext --parallel builds the extensions in threads; the install step
-        # then finds the objects up to date in build/temp.* and only links/copies.
         steps = (
             Step("compile", (python, "setup.py", "build_ext", "--parallel", str(jobs)), cwd),
             Step("install", (*pip, "."), cwd),
@@ -627,7 +658,8 @@ def _threads_safe(project: Project, acc: _Acc) -> bool:
     between threads, so a .cpp compiled while another thread compiles a .cu runs through nvcc
     (and wrappers nest). Safe only with C++ sources and no compiler wrapper.
     """
-    if not is_cuda_project(project) and "PATH" not in acc.env:
+    launcher = next((c.value for c in acc.choices if c.key == "launcher"), "none")
+    if not is_cuda_project(project) and launcher == "none":
         return True
     acc.choose(
         "build_ext --parallel",

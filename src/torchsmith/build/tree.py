@@ -161,8 +161,14 @@ def _ninja_caches(base: Path | None, kind: str, name: str | None = None) -> list
     else:  # torch_extensions/<py_cuXYZ>/<name>
         dirs = sorted(d for d in base.glob("*/*") if name and d.name == name)
     out = []
+    files = []
     for d in dirs:
-        f = d / "build.ninja"
+        # parallel_setup.py writes one ninja folder per build thread inside temp.*
+        files += [d / "build.ninja", *sorted(d.glob("ninja-*/build.ninja"))]
+    for f in files:
+        d = f.parent
+        if not f.is_file() and d.name.startswith("ninja-"):
+            continue
         values = parse_build_ninja(_read(f)) if f.is_file() else {}
         out.append(BuildCache(kind, str(f if f.is_file() else d), values))
     return out
