@@ -234,3 +234,18 @@ def test_ccache_launcher_in_cache_counts(h200: Probe, kb: Knowledge) -> None:
     torch_tree = detect_project(PROJECTS / "pytorch_skeleton")
     config = make_config(torch_tree, probe, kb, BuildOptions())
     assert config.env["CMAKE_CUDA_COMPILER_LAUNCHER"] == "/usr/bin/sccache"
+
+
+def test_prepare_in_one_call(h200: Probe, kb: Knowledge, tmp_path: Path) -> None:
+    import pytest  # noqa: PLC0415
+
+    from torchsmith.build.prepare import prepare  # noqa: PLC0415
+    from torchsmith.errors import UsageError  # noqa: PLC0415
+
+    tree = copy_project("pytorch_skeleton", tmp_path)
+    done = prepare(tree, h200, kb, BuildOptions(targets=("9.0", "12.0")))
+    assert done.project.kind == "pytorch"
+    assert done.config.arch_list == ("9.0", "12.0")
+    assert done.config.env["BUILD_TEST"] == "0"
+    with pytest.raises(UsageError, match="USE_DISTRIBUTD"):
+        prepare(tree, h200, kb, BuildOptions(sets=(("USE_DISTRIBUTD", "0"),)))
