@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -27,14 +28,18 @@ def test_split_lines_handles_cr_crlf_and_split_chunks() -> None:
 def test_stream_merges_output_tees_to_log_and_callback(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "build.log"
     seen: list[str] = []
-    code = "import sys; print('out1'); print('err1', file=sys.stderr); sys.stdout.write('p 1\\rp 2\\n')"
+    code = (
+        "import sys; print('out1'); print('err1', file=sys.stderr);"
+        " sys.stdout.write('p 1\\rp 2\\n')"
+    )
     result = stream([PY, "-c", code], log_path=log, on_line=seen.append, env_overlay={"X": "1"})
     assert result.status == "succeeded"
     assert result.returncode == 0
     assert sorted(seen) == sorted(["out1", "err1", "p 1", "p 2"])
     text = log.read_text()
     assert "$ " in text.splitlines()[0]
-    assert "out1" in text and "err1" in text
+    assert "out1" in text
+    assert "err1" in text
     assert text.splitlines()[-1].split(" ", 1)[1].startswith("# exit 0")
 
 
@@ -73,13 +78,13 @@ def test_timeout_stops_the_whole_group(tmp_path: Path) -> None:
     assert time.monotonic() - started < 15
     assert result.status == "interrupted"
     assert result.returncode is None
-    assert result.reason is not None and "timed out" in result.reason
+    assert result.reason is not None
+    assert "timed out" in result.reason
     grandchild = int(pidfile.read_text())
     time.sleep(0.2)
-    try:  # gone, or a zombie waiting for its new parent to reap it
+    # gone, or a zombie waiting for its new parent to reap it
+    with contextlib.suppress(psutil.NoSuchProcess):
         assert psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        pass
 
 
 def test_sigint_to_the_runner_interrupts(tmp_path: Path) -> None:
@@ -91,7 +96,8 @@ def test_sigint_to_the_runner_interrupts(tmp_path: Path) -> None:
             import sys
             from pathlib import Path
             from torchsmith.util.stream import stream
-            r = stream([sys.executable, "-c", "import time\\nprint('go', flush=True)\\ntime.sleep(60)"],
+            code = "import time\\nprint('go', flush=True)\\ntime.sleep(60)"
+            r = stream([sys.executable, "-c", code],
                        log_path=Path({str(tmp_path / "b.log")!r}),
                        on_line=lambda line: print(line, flush=True))
             print("RESULT", r.status, r.reason, flush=True)

@@ -11,6 +11,7 @@ line. Decoding and the group kill are util/cmd.py's own (the one gateway stays t
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -172,7 +173,14 @@ def stream(
         except PermissionError as exc:
             raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
         return _follow(
-            proc, args, log_file, on_line, timeout, handle_signals, sample_interval_s, started
+            proc,
+            args,
+            log_file=log_file,
+            on_line=on_line,
+            timeout=timeout,
+            handle_signals=handle_signals,
+            interval=sample_interval_s,
+            started=started,
         )
     finally:
         if log_file is not None:
@@ -180,10 +188,8 @@ def stream(
 
 
 def _close(log_file: IO[str]) -> None:
-    try:
+    with contextlib.suppress(OSError):
         log_file.close()
-    except OSError:
-        pass
 
 
 class _Reader(threading.Thread):
@@ -227,6 +233,7 @@ class _Reader(threading.Thread):
 def _follow(
     proc: subprocess.Popen[bytes],
     args: tuple[str, ...],
+    *,
     log_file: IO[str] | None,
     on_line: LineCallback | None,
     timeout: float | None,
@@ -243,7 +250,7 @@ def _follow(
             if not stop_reason:
                 stop_reason.append(reason)
 
-    previous: dict[int, object] = {}
+    previous: dict[signal.Signals, object] = {}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
@@ -279,6 +286,18 @@ def _follow(
     reader.join(timeout=5.0)
     if not reader.is_alive():
         proc.stdout.close()
+    return _outcome(proc, args, reader, log_file, stop_reason, sampler.peak, started)
+
+
+def _outcome(  # noqa: PLR0917
+    proc: subprocess.Popen[bytes],
+    args: tuple[str, ...],
+    reader: _Reader,
+    log_file: IO[str] | None,
+    stop_reason: list[str],
+    peak: int,
+    started: float,
+) -> StreamResult:
     duration = time.monotonic() - started
     reason = stop_reason[0] if stop_reason else None
     status: StreamStatus
@@ -294,7 +313,7 @@ def _follow(
             _write(log_file, f"# {reason or f'exit {proc.returncode}'} after {duration:.1f}s")
         except OSError as exc:
             status, reason = "failed", _disk_message(exc)
-    return StreamResult(args, status, returncode, duration, sampler.peak, reader.count, reason)
+    return StreamResult(args, status, returncode, duration, peak, reader.count, reason)
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
