@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
-from torchsmith.build.progress import ProgressTracker, parse_progress
+from rich.console import Console
+
+from torchsmith.build.progress import BuildProgress, ProgressTracker, parse_progress
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -54,13 +57,8 @@ def test_unrelated_lines_are_ignored() -> None:
 
 
 def test_rich_bar_runs_over_recorded_lines() -> None:
-    from rich.console import Console
-
-    from torchsmith.build.progress import BuildProgress
-
-    console = Console(file=open("/dev/null", "w"), force_terminal=True)  # noqa: SIM115
+    console = Console(file=io.StringIO(), force_terminal=True)
     with BuildProgress(console) as bar:
         for line in (FIXTURES / "cmake-ninja.log").read_text().splitlines():
             bar.line(line)
         assert bar.progress.tasks[0].completed == 5.0
-    console.file.close()
