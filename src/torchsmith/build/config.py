@@ -11,10 +11,11 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import PurePosixPath, PureWindowsPath
 
 from torchsmith import platforms
 from torchsmith.build.detect import is_cuda_project
+from torchsmith.build.drivers import parallel_extension_steps
 from torchsmith.build.model import BuildConfig, CacheKind, Choice, Project, Step
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.targets import Targets, resolve_targets
@@ -25,8 +26,6 @@ from torchsmith.knowledge.compat import parse_cc
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
-# Run by the target interpreter for projects that turn ninja off (see the script's docstring).
-PARALLEL_SETUP = str(Path(__file__).resolve().parent / "scripts" / "parallel_setup.py")
 EXTENSION_KINDS = ("cpp_extension", "torchvision", "torchaudio")
 
 
@@ -102,10 +101,6 @@ def make_config(
         )
         acc.env["NVCC_APPEND_FLAGS"] = f"--threads {nvcc_threads}"
 
-    if project.kind == "cpp_extension" and (python.startswith("/") or ":\\" in python):
-        # ninja (pip install ninja) lives next to the target interpreter; torch looks for it
-        # (and for ccache/sccache) on PATH, which an unactivated venv does not change.
-        acc.env["PATH"] = _dirname(python, windows) + (";" if windows else ":") + "${PATH}"
     cache, launcher = _pick_launcher(
         project, probe=probe, options=options, windows=windows, cuda_home=cuda_home, acc=acc
     )
@@ -132,6 +127,7 @@ def make_config(
         cmake_args=cmake_args,
         windows=windows,
         has_ninja=any(t.name == "ninja" and t.path for t in probe.build_tools),
+        has_setup=project.build_system == "setup.py",
         acc=acc,
     )
     return BuildConfig(
@@ -419,18 +415,10 @@ def _pick_launcher(
         why = f"{kind} found"
     assert path is not None
     if project.kind == "cpp_extension":
-        # torch.utils.cpp_extension (2.13) prepends ccache/sccache from PATH to the C++ compiler
-        # and nvcc, ninja and non-ninja path alike (_wrap_compiler), except on Windows, where
-        # only the ninja path's nvcc can be wrapped, through PYTORCH_NVCC.
-        sep = ";" if windows else ":"
-        current = acc.env.get("PATH", "${PATH}")
-        first = _dirname(path, windows)
-        if not current.startswith(first + sep):
-            acc.env["PATH"] = first + sep + current
-        how = "its folder first on PATH: torch.utils.cpp_extension wraps c++ and nvcc with it"
-        if windows and cuda_home:
-            acc.env["PYTORCH_NVCC"] = f"{path} {cuda_home}\\bin\\nvcc.exe"
-            how = "PYTORCH_NVCC wraps nvcc (torch does not wrap compilers on Windows)"
+        # build/drivers/cpp_ext_parallel.py puts it in front of the C++ compiler and nvcc
+        # (and sets TORCH_NO_COMPILER_WRAPPER, so torch does not add a wrapper of its own).
+        acc.env["TORCHSMITH_LAUNCHER"] = path
+        how = "the build driver wraps c++ and nvcc with it"
     else:
         for lang in ("C", "CXX", "CUDA"):
             acc.env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = path
@@ -449,7 +437,8 @@ def _ninja(project: Project, probe: Probe, acc: _Acc) -> None:
             acc.choose(
                 "ninja",
                 "off (project)",
-                "the project turns ninja off; parallelism comes from build_ext --parallel",
+                "the project turns ninja off (use_ninja=False); the build driver turns it back on "
+                "where ninja is installed",
             )
         elif not has_ninja:
             acc.choose(
@@ -593,6 +582,7 @@ def _steps(
     cmake_args: tuple[str, ...],
     windows: bool,
     has_ninja: bool,
+    has_setup: bool,
     acc: _Acc,
 ) -> tuple[Step, ...]:
     cwd = project.path
@@ -609,26 +599,14 @@ def _steps(
             steps = (Step("install", (*pip, "-e", "."), cwd),)
         else:
             steps = (Step("install", (python, "setup.py", "develop"), cwd),)
-    elif project.kind == "cpp_extension" and not project.uses_ninja and has_ninja:
-        # parallel_setup.py (run by the target interpreter) turns torch's ninja backend back on,
-        # gives each setuptools thread its own ninja folder and splits TORCHSMITH_JOBS between
-        # them; the install step then finds every object up to date and only packages.
-        acc.env["TORCHSMITH_JOBS"] = str(jobs)
-        steps = (
-            Step(
-                "compile",
-                (python, PARALLEL_SETUP, "build_ext", "--parallel", str(jobs)),
-                cwd,
-            ),
-            Step("install", (*pip, "."), cwd),
-        )
+    elif project.kind == "cpp_extension" and has_ninja and not windows and has_setup:
+        steps = parallel_extension_steps(cwd, python, jobs=jobs)
+        off = "" if project.uses_ninja else ", though the project turns ninja off"
         acc.choose(
-            "build_ext --parallel",
-            str(jobs),
-            "the project turns ninja off, which compiles one file at a time and cannot build "
-            "extensions in parallel threads safely; torchsmith runs its setup.py through "
-            "parallel_setup.py: torch's ninja backend, one ninja folder per thread, "
-            f"{jobs} compile jobs split between the threads (the project's files are unchanged)",
+            "driver",
+            "cpp_ext_parallel",
+            f"builds the extensions in up to {jobs} shard processes with torch's ninja backend"
+            f"{off}, MAX_JOBS split between them, then packages and installs the wheel once",
         )
     elif project.kind == "cpp_extension" and not project.uses_ninja and _threads_safe(project, acc):
         steps = (

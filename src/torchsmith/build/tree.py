@@ -161,14 +161,8 @@ def _ninja_caches(base: Path | None, kind: str, name: str | None = None) -> list
     else:  # torch_extensions/<py_cuXYZ>/<name>
         dirs = sorted(d for d in base.glob("*/*") if name and d.name == name)
     out = []
-    files = []
-    for d in dirs:
-        # parallel_setup.py writes one ninja folder per build thread inside temp.*
-        files += [d / "build.ninja", *sorted(d.glob("ninja-*/build.ninja"))]
-    for f in files:
-        d = f.parent
-        if not f.is_file() and d.name.startswith("ninja-"):
-            continue
+    for d in dirs:  # temp.*, including the driver's temp.torchsmith-N shard folders
+        f = d / "build.ninja"
         values = parse_build_ninja(_read(f)) if f.is_file() else {}
         out.append(BuildCache(kind, str(f if f.is_file() else d), values))
     return out
