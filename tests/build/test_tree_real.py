@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torchsmith.build.config import expand_env, make_config
+from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.preflight import preflight
@@ -60,7 +60,7 @@ def test_real_cmake_cache_then_another_configuration(
     project = detect_project(copy_project("cuda_cmake", tmp_path))
     first = make_config(project, probe, kb, BuildOptions(targets=("9.0",), cache="none"))
     configure = first.steps[0]
-    env = expand_env(first.env, dict(os.environ))
+    env = {**os.environ, **first.env}
     done = subprocess.run(
         configure.argv,
         cwd=configure.cwd,

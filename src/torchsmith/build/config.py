@@ -671,18 +671,6 @@ def _cmd_quote(arg: str) -> str:
     return f'"{arg}"' if any(c in arg for c in ' \t&|<>^"') else arg
 
 
-def expand_env(env: dict[str, str], base: dict[str, str]) -> dict[str, str]:
-    """The environment a step runs with: ``base`` with ``env`` laid over it.
-
-    A value may name ``${PATH}`` (only PATH: the launcher's folder is put in front of it);
-    it is replaced by base's PATH.
-    """
-    out = dict(base)
-    for key, value in env.items():
-        out[key] = value.replace("${PATH}", base.get("PATH", ""))
-    return out
-
-
 def describe(config: BuildConfig) -> Iterable[str]:
     """One line per choice: "KEY = value  (reason)" (plain text for logs and scripts)."""
     for c in config.choices:
