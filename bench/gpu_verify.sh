@@ -54,6 +54,22 @@ step "bench: verify --quick figure vs the best 8192^3 bf16 product (same run)"
 timeout 250 "$PY" bench/bench_verify.py --python "$PY" --out "$OUT" --seconds 8
 
 if [ "$TS_OK" = 1 ]; then
+    step "an extension built for sm_120 only, checked on this GPU (expect arch-not-compiled)"
+    NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    EXT=$(mktemp -d)
+    echo '__global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }' > "$EXT/k.cu"
+    if timeout 120 "$NVCC" -shared -Xcompiler -fPIC -gencode arch=compute_120,code=sm_120 \
+        -o "$EXT/_ext_sm120.so" "$EXT/k.cu"; then
+        ts verify --quick --json --python "$PY" --extension "$EXT/_ext_sm120.so" \
+            > "$OUT/verify_ext_sm120.json"
+        echo "exit $?"
+        "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))["data"]
+print([(f["category"], f["severity"], f["message"][:120]) for f in d["findings"]])' \
+            "$OUT/verify_ext_sm120.json"
+    fi
+fi
+
+if [ "$TS_OK" = 1 ]; then
     step "verify --quick (text)"
     ts verify --python "$PY" > "$OUT/verify_quick.txt" 2>&1; echo "exit $?"
     cat "$OUT/verify_quick.txt"

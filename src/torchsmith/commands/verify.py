@@ -26,10 +26,23 @@ from torchsmith.verify import run_verify
     show_default=True,
     help="Seconds before the runtime checks count as hung.",
 )
+@click.option(
+    "--extension",
+    "extensions",
+    multiple=True,
+    metavar="PATH|PACKAGE",
+    help="Also check that this CUDA extension has code for every GPU (repeatable).",
+)
 @json_option
 @click.pass_context
 def verify(
-    ctx: click.Context, *, python: str | None, mode: str, timeout_s: float, as_json: bool
+    ctx: click.Context,
+    *,
+    python: str | None,
+    mode: str,
+    timeout_s: float,
+    extensions: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Check the target's torch: libraries, import, GPUs, correctness and speed.
 
@@ -38,7 +51,12 @@ def verify(
     """
     from torchsmith.probe.python_env import active_python  # noqa: PLC0415
 
-    report = run_verify(python or active_python(), full=mode == "full", timeout_s=timeout_s)
+    report = run_verify(
+        python or active_python(),
+        full=mode == "full",
+        timeout_s=timeout_s,
+        extensions=extensions,
+    )
     emit("verify", report, as_json=as_json, render=render_verify)
     if not report.ok:
         ctx.exit(1)

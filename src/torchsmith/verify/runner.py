@@ -52,6 +52,7 @@ def run_verify(
     full: bool = False,
     timeout_s: float = 120.0,
     gpu_probe: GpuProbe | None = None,
+    extensions: tuple[str, ...] = (),
 ) -> VerifyReport:
     """Verify the torch of interpreter ``python``; raises InputError for bad input.
 
@@ -101,6 +102,8 @@ def run_verify(
                 "CPU-only torch" + (f" on a machine with {nvidia[0].name}" if nvidia else ""),
             )
         )
+    for extension in extensions:
+        _extension(report, extension, exe)
     report.findings.extend(shadowed_libraries(report))
     _drop_repeats(report)
     report.duration_s = round(time.monotonic() - started, 3)
@@ -129,6 +132,49 @@ def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str
         Check("shared libraries", not missing, len(result.objects), detail, result.duration_s)
     )
     report.findings.extend(static.findings(result, torch.version, torch.cuda))
+
+
+def _extension(report: VerifyReport, target: str, exe: str) -> None:
+    """Whether a CUDA extension (file, directory, wheel or installed package) runs on each GPU.
+
+    Decided from the SASS and PTX inside its binaries, before any of its kernels runs: the
+    cause behind "no kernel image is available" for an extension built for another GPU.
+    """
+    from torchsmith.binaries.targets import inspect_target  # noqa: PLC0415
+
+    found = inspect_target(target, python=exe)
+    name = f"extension {target}"
+    if not found.sass and not found.ptx:
+        report.add(Check(name, None, None, "holds no GPU code (a CPU-only build?)"))
+        return
+    archs = " ".join((*found.sass, *found.ptx))
+    if not report.gpus:
+        report.add(Check(name, None, archs, "no GPU checked here"))
+        return
+    for gpu in report.gpus:
+        verdict = runs_on(found.sass, found.ptx, gpu.compute_capability)
+        report.add(Check(f"{name} on cuda:{gpu.index}", verdict.ok, verdict.kind, verdict.detail))
+        if verdict.ok and verdict.kind == "sass":
+            continue
+        cc = gpu.compute_capability
+        report.findings.append(
+            Finding(
+                "arch-not-compiled",
+                "warning" if verdict.ok else "error",
+                f"{target} holds {archs}: "
+                + (
+                    f"only PTX reaches the {gpu.name} (compute capability {cc}), compiled at "
+                    "first use"
+                    if verdict.ok
+                    else f"no code that runs on the {gpu.name} (compute capability {cc}); its "
+                    "kernels fail with 'no kernel image is available for execution on the "
+                    "device'"
+                ),
+                f"rebuild it for this GPU: TORCH_CUDA_ARCH_LIST={cc} "
+                f"(torchsmith build PATH --cc {cc})",
+                subject=target,
+            )
+        )
 
 
 def shadowed_libraries(report: VerifyReport) -> list[Finding]:
