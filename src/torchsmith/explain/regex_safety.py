@@ -1,0 +1,233 @@
+"""A static check that a rule pattern runs in time linear in the line it searches.
+
+Python's ``re`` backtracks, so three shapes make ``pattern.search(line)`` superlinear:
+
+- an unbounded quantifier nested in another (``(a+)+``, ``(\\w+\\s?)*``): exponential;
+- two unbounded quantifiers side by side whose characters overlap (``\\d+\\d*``, ``\\S+.*``):
+  cubic, since every split between them is tried at every start;
+- a pattern that can *begin* with an unbounded quantifier (``\\w+ foo``, ``(?P<x>\\S.*?) bar``):
+  ``search`` retries it at every position of a long run, and each try scans the rest of the run,
+  so a line of a few thousand digits costs millions of steps.
+
+The loader rejects all three (``problems`` names the first one); bound the quantifier instead
+(``\\w{1,200}``) or start the pattern with a literal. Lines are also cut to ``normalize.MAX_LINE``
+before patterns see them, which bounds what a remaining inner quantifier can cost per line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+try:  # Python 3.11+: the parser moved; sre_parse still works but warns
+    from re import _constants as sre_constants  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+_MAXREPEAT = sre_constants.MAXREPEAT
+_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+_ZERO_WIDTH = (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT)
+# Characters to compare the classes of two quantifiers with: a class overlaps another when some
+# probe character is in both. Covers ASCII and a few characters of every common Unicode kind.
+_PROBES = "".join(chr(c) for c in range(128)) + "é߀—…あ中\u00a0\u2028"
+
+
+def problems(pattern: str) -> list[str]:
+    """Why ``pattern`` can backtrack superlinearly (empty when it cannot)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error as exc:
+        return [f"does not compile: {exc}"]
+    found: list[str] = []
+    _nested(list(parsed), False, found)
+    _adjacent(list(parsed), found)
+    anchored = bool(parsed.data) and parsed.data[0] == (sre_constants.AT, sre_constants.AT_BEGINNING)
+    if not anchored and _leading_unbounded(list(parsed)):
+        found.append(
+            "it can begin with an unbounded quantifier, so search() rescans long runs from "
+            "every position; bound it (e.g. {1,200}) or begin with a literal"
+        )
+    return found
+
+
+def _unbounded(op: Any, av: Any) -> bool:
+    return op in _REPEATS and av[1] == _MAXREPEAT
+
+
+def _children(op: Any, av: Any) -> list[list[Any]]:
+    """The sub-sequences inside one parsed item."""
+    if op in _REPEATS:
+        return [list(av[2])]
+    if op == sre_constants.SUBPATTERN:
+        return [list(av[3])]
+    if op == sre_constants.BRANCH:
+        return [list(b) for b in av[1]]
+    if op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+        return [list(av[1])]
+    if op == sre_constants.GROUPREF_EXISTS:
+        return [list(b) for b in av[1:] if b is not None]
+    if op == getattr(sre_constants, "ATOMIC_GROUP", None):
+        return [list(av)]
+    return []
+
+
+def _nested(items: list[Any], inside: bool, found: list[str]) -> None:
+    for op, av in items:
+        here = _unbounded(op, av) and op != sre_constants.POSSESSIVE_REPEAT
+        if here and inside:
+            found.append("an unbounded quantifier is nested in another (exponential backtracking)")
+            return
+        for child in _children(op, av):
+            _nested(child, inside or here, found)
+
+
+def _classes(body: list[Any]) -> set[str] | None:
+    if len(body) != 1:
+        return None
+    op, av = body[0]
+    if op == sre_constants.SUBPATTERN:
+        return _classes(list(av[3]))
+    return _matcher_chars(body[0])
+
+
+def _matcher_chars(item: Any) -> set[str] | None:
+    op, av = item
+    if op == sre_constants.LITERAL:
+        return {chr(av)}
+    if op == sre_constants.NOT_LITERAL:
+        return {c for c in _PROBES if ord(c) != av}
+    if op == sre_constants.ANY:
+        return {c for c in _PROBES if c != "\n"}
+    if op == sre_constants.CATEGORY:
+        return {c for c in _PROBES if _in_category(av, c)}
+    if op == sre_constants.IN:
+        return {c for c in _PROBES if _in_set(av, c)}
+    return None
+
+
+def _in_category(category: Any, char: str) -> bool:
+    name = str(category).lower()
+    if "digit" in name:
+        hit = char.isdigit()
+    elif "space" in name:
+        hit = char.isspace()
+    elif "word" in name:
+        hit = char.isalnum() or char == "_"
+    elif "linebreak" in name:
+        hit = char == "\n"
+    else:
+        return True  # unknown: assume it overlaps
+    return (not hit) if "_not_" in name else hit
+
+
+def _in_set(members: Any, char: str) -> bool:
+    negate = False
+    hit = False
+    for op, av in members:
+        if op == sre_constants.NEGATE:
+            negate = True
+        elif op == sre_constants.LITERAL:
+            hit = hit or ord(char) == av
+        elif op == sre_constants.RANGE:
+            hit = hit or av[0] <= ord(char) <= av[1]
+        elif op == sre_constants.CATEGORY:
+            hit = hit or _in_category(av, char)
+        else:
+            hit = True  # unknown member: assume it overlaps
+    return hit != negate
+
+
+def _adjacent(items: list[Any], found: list[str]) -> None:
+    """Two unbounded quantifiers in a row (only optional items between) that share characters."""
+    previous: set[str] | None = None
+    for op, av in items:
+        if _unbounded(op, av) and op != sre_constants.POSSESSIVE_REPEAT:
+            chars = _classes(list(av[2]))
+            if previous is not None and chars is not None and previous & chars:
+                found.append(
+                    "two unbounded quantifiers in a row share characters (every split between "
+                    "them is tried)"
+                )
+                return
+            previous = chars
+        elif op in _REPEATS and av[0] == 0:
+            pass  # an optional item between them does not separate them
+        elif op in _ZERO_WIDTH:
+            pass
+        else:
+            previous = None
+        for child in _children(op, av):
+            _adjacent(child, found)
+
+
+def _leading_unbounded(
+    items: list[Any], prefix: list[set[str] | None] | None = None, tail_free: bool = True
+) -> bool:
+    """Whether a search can reach an unbounded repeat through a prefix that its class can hold.
+
+    The prefix is the single-character items before the repeat; when every one of them can be
+    a character the repeat consumes, a long run of those characters makes the pattern start at
+    every position of the run and rescan the rest of it each time. A repeat with nothing after
+    it that can fail (``: (?P<message>.+)`` at the end) never backtracks, so it is fine.
+    """
+    prefix = [] if prefix is None else prefix
+    for index, (op, av) in enumerate(items):
+        free = tail_free and _can_be_empty(items[index + 1 :])
+        if op in _ZERO_WIDTH:
+            continue
+        if _unbounded(op, av):
+            if free:
+                return False
+            chars = _classes(list(av[2]))
+            return chars is None or all(p is None or p & chars for p in prefix)
+        if op in _REPEATS:
+            if _leading_unbounded(list(av[2]), list(prefix), False):
+                return True
+            if av[0] == 0:
+                continue  # optional: the next item can be first too
+            return False
+        if op == sre_constants.SUBPATTERN:
+            body = list(av[3])
+            if _leading_unbounded(body, list(prefix), free):
+                return True
+            if _can_be_empty(body):
+                continue
+            single = _classes(body)
+            if single is None:
+                return False
+            prefix.append(single)
+            continue
+        if op == sre_constants.BRANCH:
+            branches = [list(b) for b in av[1]]
+            if any(_leading_unbounded(b, list(prefix), free) for b in branches):
+                return True
+            if any(_can_be_empty(b) for b in branches):
+                continue
+            return False
+        single = _matcher_chars((op, av))
+        if single is None:
+            return False
+        prefix.append(single)
+    return False
+
+
+def _can_be_empty(items: list[Any]) -> bool:
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        if op in _REPEATS:
+            if av[0] == 0 or _can_be_empty(list(av[2])):
+                continue
+            return False
+        if op == sre_constants.SUBPATTERN:
+            if _can_be_empty(list(av[3])):
+                continue
+            return False
+        if op == sre_constants.BRANCH:
+            if any(_can_be_empty(list(b)) for b in av[1]):
+                continue
+            return False
+        return False
+    return True
