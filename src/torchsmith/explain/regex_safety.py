@@ -16,15 +16,19 @@ before patterns see them, which bounds what a remaining inner quantifier can cos
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
-try:  # Python 3.11+: the parser moved; sre_parse still works but warns
-    from re import _constants as sre_constants  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+def _module(new: str, old: str) -> Any:
+    try:  # Python 3.11+ moved the parser; the old names warn
+        return importlib.import_module(new)
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module(old)
+
+
+sre_constants = _module("re._constants", "sre_constants")
+sre_parse = _module("re._parser", "sre_parse")
 
 _MAXREPEAT = sre_constants.MAXREPEAT
 _REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
@@ -43,7 +47,8 @@ def problems(pattern: str) -> list[str]:
     found: list[str] = []
     _nested(list(parsed), False, found)
     _adjacent(list(parsed), found)
-    anchored = bool(parsed.data) and parsed.data[0] == (sre_constants.AT, sre_constants.AT_BEGINNING)
+    first = parsed.data[0] if parsed.data else None
+    anchored = first == (sre_constants.AT, sre_constants.AT_BEGINNING)
     if not anchored and _leading_unbounded(list(parsed)):
         found.append(
             "it can begin with an unbounded quantifier, so search() rescans long runs from "

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from torchsmith.errors import ProbeFileError
+from torchsmith.errors import InputError, ProbeFileError
 from torchsmith.probe.model import PROBE_SCHEMA_VERSION, Probe
+from torchsmith.util.inputs import read_input, shown
 from torchsmith.util.serialize import DecodeError, from_dict
 
 MAX_PROBE_BYTES = 16 * 1024 * 1024
@@ -15,19 +16,12 @@ MAX_PROBE_BYTES = 16 * 1024 * 1024
 
 def load_probe(path: str | Path) -> Probe:
     """Read a probe file (a doctor --json envelope, or its bare ``data`` object)."""
-    file = Path(path)
     tip = "make one with: torchsmith doctor --json > probe.json"
     try:
-        if file.is_dir():
-            raise ProbeFileError(f"probe file {file} is a directory", tip=tip)
-        if file.stat().st_size > MAX_PROBE_BYTES:
-            raise ProbeFileError(f"probe file {file} is too large to be a probe", tip=tip)
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise ProbeFileError(f"probe file {file} does not exist", tip=tip) from None
-    except OSError as exc:
-        raise ProbeFileError(f"cannot read probe file {file}: {exc.strerror}", tip=tip) from None
-    return parse_probe(raw, str(file))
+        raw = read_input(path, MAX_PROBE_BYTES, what="probe file")
+    except InputError as exc:
+        raise ProbeFileError(exc.message, tip=exc.tip or tip) from None
+    return parse_probe(raw, shown(path))
 
 
 def parse_probe(raw: bytes | str, name: str = "<probe>") -> Probe:
