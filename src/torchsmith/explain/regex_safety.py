@@ -20,6 +20,7 @@ import importlib
 import re
 from typing import Any
 
+
 def _module(new: str, old: str) -> Any:
     try:  # Python 3.11+ moved the parser; the old names warn
         return importlib.import_module(new)
