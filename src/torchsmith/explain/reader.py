@@ -43,7 +43,7 @@ def open_log(name: str) -> Stream:
         handle: BinaryIO = sys.stdin.buffer
         close = False
     else:
-        handle = open_input(name, what="log")
+        handle = open_input(name, what="")
         close = True
     try:
         head = handle.read(SNIFF_SIZE)

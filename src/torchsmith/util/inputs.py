@@ -21,6 +21,10 @@ from torchsmith.errors import InputError
 MAX_NAME_SHOWN = 120  # a path longer than this is shortened in messages
 
 
+def _label(what: str, name: str) -> str:
+    return f"{what} {name}" if what else name
+
+
 def shown(path: str | os.PathLike[str]) -> str:
     """The path as a message shows it: cut when absurdly long (ENAMETOOLONG inputs)."""
     text = os.fspath(path)
@@ -33,15 +37,15 @@ def os_error(path: str | os.PathLike[str], exc: OSError, what: str = "input") ->
     """One clear line for an OSError on an input path."""
     name = shown(path)
     if isinstance(exc, FileNotFoundError):
-        return InputError(f"{what} {name}: no such file", tip="check the path")
+        return InputError(f"{_label(what, name)}: no such file", tip="check the path")
     if isinstance(exc, IsADirectoryError):
-        return InputError(f"{what} {name} is a directory", tip="pass the file itself")
+        return InputError(f"{_label(what, name)} is a directory", tip="pass the file itself")
     if isinstance(exc, PermissionError):
-        return InputError(f"{what} {name}: permission denied", tip="check the file's permissions")
+        return InputError(f"{_label(what, name)}: permission denied", tip="check the file's permissions")
     if exc.errno == errno.ENAMETOOLONG:
-        return InputError(f"{what} {name}: the file name is too long for this system")
+        return InputError(f"{_label(what, name)}: the file name is too long for this system")
     reason = exc.strerror or type(exc).__name__
-    return InputError(f"{what} {name}: cannot read ({reason})")
+    return InputError(f"{_label(what, name)}: cannot read ({reason})")
 
 
 def check_input(path: str | os.PathLike[str], what: str = "input") -> os.stat_result:
@@ -52,9 +56,9 @@ def check_input(path: str | os.PathLike[str], what: str = "input") -> os.stat_re
     except OSError as exc:
         raise os_error(path, exc, what) from None
     except ValueError:  # embedded NUL byte in the name
-        raise InputError(f"{what} {name!r}: not a valid path") from None
+        raise InputError(f"{_label(what, repr(name))}: not a valid path") from None
     if stat.S_ISDIR(info.st_mode):
-        raise InputError(f"{what} {name} is a directory", tip="pass the file itself")
+        raise InputError(f"{_label(what, name)} is a directory", tip="pass the file itself")
     if not stat.S_ISREG(info.st_mode):
         kind = (
             "a FIFO"
@@ -66,7 +70,7 @@ def check_input(path: str | os.PathLike[str], what: str = "input") -> os.stat_re
             else "not a regular file"
         )
         raise InputError(
-            f"{what} {name} is {kind}, not a regular file",
+            f"{_label(what, name)} is {kind}, not a regular file",
             tip="save it to a file first (for logs, `-` reads standard input)",
         )
     return info
@@ -80,7 +84,7 @@ def open_input(path: str | os.PathLike[str], what: str = "input") -> BinaryIO:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # swapped between the check and the open
             os.close(fd)
-            raise InputError(f"{what} {shown(path)} is not a regular file")
+            raise InputError(f"{_label(what, shown(path))} is not a regular file")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -93,7 +97,7 @@ def read_input(path: str | os.PathLike[str], limit: int, what: str = "input") ->
     info = check_input(path, what)
     if info.st_size > limit:
         raise InputError(
-            f"{what} {shown(path)} is {info.st_size} bytes; more than the {limit} this reads"
+            f"{_label(what, shown(path))} is {info.st_size} bytes; more than the {limit} this reads"
         )
     with open_input(path, what) as handle:
         try:
@@ -101,13 +105,5 @@ def read_input(path: str | os.PathLike[str], limit: int, what: str = "input") ->
         except OSError as exc:
             raise os_error(path, exc, what) from None
     if len(data) > limit:  # it grew, or /proc-like files that report size 0
-        raise InputError(f"{what} {shown(path)} is more than the {limit} bytes this reads")
-    return data
-
-
-def read_stream_bounded(handle: BinaryIO, limit: int, what: str = "input") -> bytes:
-    """Read at most ``limit`` bytes of a stream; InputError when there is more."""
-    data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(f"{what} is more than the {limit} bytes this reads")
+        raise InputError(f"{_label(what, shown(path))} is more than the {limit} bytes this reads")
     return data
