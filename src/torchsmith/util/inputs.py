@@ -41,7 +41,9 @@ def os_error(path: str | os.PathLike[str], exc: OSError, what: str = "input") ->
     if isinstance(exc, IsADirectoryError):
         return InputError(f"{_label(what, name)} is a directory", tip="pass the file itself")
     if isinstance(exc, PermissionError):
-        return InputError(f"{_label(what, name)}: permission denied", tip="check the file's permissions")
+        return InputError(
+            f"{_label(what, name)}: permission denied", tip="check the file's permissions"
+        )
     if exc.errno == errno.ENAMETOOLONG:
         return InputError(f"{_label(what, name)}: the file name is too long for this system")
     reason = exc.strerror or type(exc).__name__
