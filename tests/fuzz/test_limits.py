@@ -70,7 +70,8 @@ def test_huge_integer(tmp_path: Path) -> None:
     text = json.dumps(PROBE).replace('"ram_total_bytes": ', '"ram_total_bytes": ' + "9" * 5000, 1)
     path.write_text(text)
     run = run_cli("plan", "--probe", str(path))
-    assert run.code == 3 and "too many digits" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "too many digits" in run.err, run.err
     assert_contract(run)
 
 
@@ -87,7 +88,8 @@ def test_huge_integer(tmp_path: Path) -> None:
 )
 def test_out_of_range_numbers(tmp_path: Path, section: str, key: str, value: Any) -> None:
     run = run_cli("plan", "--probe", _probe(tmp_path, _set(section, key, value)))
-    assert run.code == 3 and key in run.err, run.err
+    assert run.code == 3, run.err
+    assert key in run.err, run.err
     assert_contract(run)
 
 
@@ -105,7 +107,8 @@ def test_deeply_nested_arrays(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["RTX 4090 " * 300, "RTX 4090 " * 4000, "A" * 2_000_000])
 def test_huge_gpu_name(tmp_path: Path, name: str) -> None:
     run = run_cli("plan", "--probe", _probe(tmp_path, _set("gpu", "name", name)))
-    assert run.code == 3 and "gpus[0].name" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "gpus[0].name" in run.err, run.err
     assert_contract(run)
 
 
@@ -114,13 +117,14 @@ def test_huge_gpu_name(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("command", ["plan --probe", "explain --probe", "explain", "inspect"])
 def test_dev_zero_is_refused(command: str, tmp_path: Path) -> None:
-    args = command.split() + ["/dev/zero"]
+    args = [*command.split(), "/dev/zero"]
     if command == "explain --probe":
         log = tmp_path / "x.log"
         log.write_text("hello\n")
         args.append(str(log))
     run = run_cli(*args)
-    assert run.code == 3 and "is a device" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "is a device" in run.err, run.err
     assert_contract(run)
 
 
@@ -130,7 +134,8 @@ def test_fifo_without_writer_is_refused(command: str, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     run = run_cli(*command.split(), str(fifo))
-    assert run.code == 3 and "is a FIFO" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "is a FIFO" in run.err, run.err
     assert_contract(run)
 
 
@@ -144,7 +149,8 @@ def test_oversized_probe_is_refused(tmp_path: Path) -> None:
     with path.open("wb") as out:
         out.truncate(64 * 1024 * 1024)  # sparse: costs no disk
     run = run_cli("plan", "--probe", str(path))
-    assert run.code == 3 and "bytes" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "bytes" in run.err, run.err
 
 
 # -- OSErrors on input paths -----------------------------------------------------------------
@@ -156,7 +162,8 @@ def test_name_too_long(command: str) -> None:
     if command == "explain --probe":
         args.append("-")
     run = run_cli(*args)
-    assert run.code == 3 and "too long" in run.err, run.err
+    assert run.code == 3, run.err
+    assert "too long" in run.err, run.err
     assert_contract(run)
 
 

@@ -62,7 +62,9 @@ def parse_probe(raw: bytes | str, name: str = "<probe>") -> Probe:
 # The formats of the values that planning and matching read; everything else is only shown.
 _CC = re.compile(r"\d{1,2}\.\d{1,2}", re.ASCII)  # compute capability: "9.0", "12.0"
 _VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){0,3}", re.ASCII)  # "13.0", "580.159.04"
-_PY_VERSION = re.compile(r"\d{1,2}\.\d{1,3}(?:\.\d{1,3})?\S{0,16}", re.ASCII)  # "3.11.7", "3.13.0rc1"
+_PY_VERSION = re.compile(
+    r"\d{1,2}\.\d{1,3}(?:\.\d{1,3})?\S{0,16}", re.ASCII
+)  # "3.11.7", "3.13.0rc1"
 MAX_NAME = 256  # GPU and CPU names, OS names: what name matching reads
 MAX_VERSION_TEXT = 128
 MAX_CORES = 1_000_000
