@@ -20,6 +20,7 @@ BACKTRACKING = [
     r"(?P<gpu>\S.*?) with CUDA",  # leading unbounded after one overlapping character
     r"(?:(?P<m>[\w.+-]+\.so)\S*: )?undefined symbol",  # the shipped pattern of issue 12
     r"lib[\w.+-]+?\.so",  # a literal prefix its own class can repeat
+    r"^(?P<file>\S.{0,400}?)(?:[:(]\d{1,10})+\)?: error",  # a run, then a repeated group (fuzz)
 ]
 LINEAR = [
     r"undefined symbol: (?P<symbol>_Z\w+)",  # literal with a space first, then a run

@@ -23,7 +23,7 @@ PER_LINE_SECONDS = 0.5  # a 4000-char line through every rule; linear patterns t
 
 tokens = st.one_of(
     st.sampled_from(ANCHORS),
-    st.sampled_from(["1", "9", "_", "a", "/", ".so", ":", " ", "-", "'", "sm_", "=="]),
+    st.sampled_from(["1", "9", "_", "a", "/", ".so", ":", " ", "-", "'", "sm_", "==", ":1", "(1"]),
     st.text(max_size=5),
 )
 
@@ -49,6 +49,8 @@ def hostile_lines(draw: st.DrawFn) -> str:
 @example("_" * 4000 + "undefined symbol: _Z3foov")
 @example("lib" * 1300 + ": cannot open shared object file")
 @example("a " * 2000 + "depends on torch==2.1")
+@example("a" + ":1" * 2000 + " error")  # found by the long run: generic.compile-error, 0.34 s
+@example("a" + "(1" * 2000 + " error")
 def test_every_rule_is_fast_on_hostile_lines(line: str) -> None:
     text = clean_line(line.encode("utf-8", "surrogatepass"))
     for rule in RULES:

@@ -146,26 +146,84 @@ def _in_set(members: Any, char: str) -> bool:
 
 
 def _adjacent(items: list[Any], found: list[str]) -> None:
-    """Two unbounded quantifiers in a row (only optional items between) that share characters."""
+    """An unbounded quantifier right after a variable-length run (only optional items between)
+    that can hold the characters it begins with: every split between the two is tried."""
     previous: set[str] | None = None
     for op, av in items:
-        if _unbounded(op, av) and op != sre_constants.POSSESSIVE_REPEAT:
-            chars = _classes(list(av[2]))
-            if previous is not None and chars is not None and previous & chars:
-                found.append(
-                    "two unbounded quantifiers in a row share characters (every split between "
-                    "them is tried)"
-                )
-                return
-            previous = chars
-        elif op in _REPEATS and av[0] == 0:
-            pass  # an optional item between them does not separate them
+        if op in _REPEATS and op != sre_constants.POSSESSIVE_REPEAT and av[0] != av[1]:
+            body = list(av[2])
+            if av[1] == _MAXREPEAT:
+                first = _first_chars(body)
+                if previous is not None and (first is None or previous & first):
+                    found.append(
+                        "two quantifiers in a row share characters (every split between "
+                        "them is tried); bound the second or separate them with a literal"
+                    )
+                    return
+            chars = _classes(body)
+            if av[0] == 0 and previous is not None:
+                previous = previous | chars if chars is not None else previous
+            else:
+                previous = chars
         elif op in _ZERO_WIDTH:
             pass
+        elif op == sre_constants.SUBPATTERN:
+            previous = _trailing_chars(list(av[3]))  # a group ending in a run: "(?P<f>\S.*?)"
         else:
             previous = None
         for child in _children(op, av):
             _adjacent(child, found)
+
+
+def _trailing_chars(items: list[Any]) -> set[str] | None:
+    """The characters of the variable-length run a sequence ends with (None: it ends fixed)."""
+    for op, av in reversed(items):
+        if op in _ZERO_WIDTH:
+            continue
+        if op in _REPEATS and av[0] != av[1]:
+            return _classes(list(av[2]))
+        if op == sre_constants.SUBPATTERN:
+            return _trailing_chars(list(av[3]))
+        return None
+    return None
+
+
+def _first_chars(items: list[Any]) -> set[str] | None:
+    """The characters a sequence can begin with (None: unknown)."""
+    out: set[str] = set()
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        if op in _REPEATS:
+            inner = _first_chars(list(av[2]))
+            if inner is None:
+                return None
+            out |= inner
+            if av[0] == 0:
+                continue
+            return out
+        if op == sre_constants.SUBPATTERN:
+            inner = _first_chars(list(av[3]))
+            if inner is None:
+                return None
+            out |= inner
+            if _can_be_empty(list(av[3])):
+                continue
+            return out
+        if op == sre_constants.BRANCH:
+            for branch in av[1]:
+                inner = _first_chars(list(branch))
+                if inner is None:
+                    return None
+                out |= inner
+            if any(_can_be_empty(list(b)) for b in av[1]):
+                continue
+            return out
+        chars = _matcher_chars((op, av))
+        if chars is None:
+            return None
+        return out | chars
+    return out
 
 
 def _leading_unbounded(
