@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import click
 
 from torchsmith import __version__, envelope
-from torchsmith.errors import TorchsmithError
+from torchsmith.errors import InputError, TorchsmithError
+from torchsmith.util.inputs import os_error
 
 # name -> "module:attribute" of a click.Command; imported lazily so start-up stays fast.
 COMMANDS: dict[str, str] = {
@@ -88,6 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the one place: an OSError on an input path is an input error (3)
+        if debug:
+            raise
+        error = os_error(exc.filename, exc) if exc.filename else None
+        message = error.message if error else f"cannot read input: {exc.strerror or exc}"
+        _report(command, message, error.tip if error else None, InputError.exit_code, as_json)
+        return InputError.exit_code
+    except RecursionError:
+        if debug:
+            raise
+        message = "input is nested too deeply to read"
+        _report(command, message, None, InputError.exit_code, as_json)
+        return InputError.exit_code
     except Exception as exc:
         if debug:
             raise

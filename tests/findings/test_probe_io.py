@@ -52,7 +52,7 @@ def test_garbage_gives_one_line(tmp_path: Path, content: bytes, message: str) ->
 
 
 def test_missing_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(ProbeFileError, match="does not exist"):
+    with pytest.raises(ProbeFileError, match="no such file"):
         load_probe(tmp_path / "nope.json")
     with pytest.raises(ProbeFileError, match="is a directory"):
         load_probe(tmp_path)

@@ -21,6 +21,7 @@ from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream
 from torchsmith.errors import InputError
 from torchsmith.probe.model import ArchSet
 from torchsmith.util import cmd
+from torchsmith.util.inputs import check_input, open_input, os_error
 
 TargetKind = Literal["file", "directory", "wheel", "package"]
 
@@ -120,7 +121,8 @@ def inspect_target(
         kind: TargetKind = "directory"
         location = str(path)
         binaries = _read_files(_directory_files(path), path, progress, notes)
-    elif path.is_file():
+    elif path.is_file() or os.path.lexists(path):
+        check_input(path, what="binary")  # refuses devices, FIFOs and sockets with one line
         kind, location = _file_kind(path), str(path)
         if kind == "wheel":
             binaries = _read_wheel(path, progress, notes)
@@ -242,8 +244,11 @@ def _looks_like_path(target: str) -> bool:
 
 
 def _file_kind(path: Path) -> TargetKind:
-    with path.open("rb") as fh:
-        head = fh.read(64)
+    with open_input(path, what="binary") as fh:
+        try:
+            head = fh.read(64)
+        except OSError as exc:
+            raise os_error(path, exc, "binary") from None
     if head.startswith(b"PK\x03\x04") or path.suffix.lower() == ".whl":
         return "wheel"
     if sniff(head) is None:

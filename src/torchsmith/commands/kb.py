@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 
 from torchsmith.commands.common import console
-from torchsmith.errors import InputError, UsageError
+from torchsmith.errors import UsageError
+from torchsmith.util.inputs import read_input
+
+MAX_KB_INPUT = 64 * 1024 * 1024  # a release list or index page is far smaller
 
 
 @click.group()
@@ -123,7 +126,4 @@ def refresh(
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    return read_input(path, MAX_KB_INPUT)

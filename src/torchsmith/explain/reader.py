@@ -12,10 +12,10 @@ import codecs
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from torchsmith.errors import InputError
+from torchsmith.util.inputs import open_input
 
 CHUNK_SIZE = 16 * 1024 * 1024
 MAX_CARRY = 4 * 1024 * 1024  # a "line" longer than this is cut, to keep memory bounded
@@ -43,15 +43,7 @@ def open_log(name: str) -> Stream:
         handle: BinaryIO = sys.stdin.buffer
         close = False
     else:
-        path = Path(name)
-        if path.is_dir():
-            raise InputError(f"{name} is a directory, not a log", tip="pass the log file itself")
-        try:
-            handle = path.open("rb")
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file", tip="check the path of the log") from None
-        except OSError as exc:
-            raise InputError(f"{name}: cannot read ({exc.strerror})") from None
+        handle = open_input(name, what="")
         close = True
     try:
         head = handle.read(SNIFF_SIZE)

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from torchsmith.errors import KnowledgeError
+from torchsmith.explain import regex_safety
 from torchsmith.taxonomy import CATEGORIES, SEVERITY_ORDER, Category, Severity
 from torchsmith.util.toml import TOMLDecodeError, loads_toml
 
@@ -213,9 +214,14 @@ def _strings(value: Any, where: str, key: str, empty: bool = False) -> tuple[str
 
 def _compile(patterns: tuple[str, ...], where: str) -> tuple[re.Pattern[str], ...]:
     try:
-        return tuple(re.compile(p) for p in patterns)
+        compiled = tuple(re.compile(p) for p in patterns)
     except re.error as exc:
         raise KnowledgeError(f"{where}: bad pattern: {exc}") from None
+    for pattern in patterns:  # every pattern must search a line in linear time
+        found = regex_safety.problems(pattern)
+        if found:
+            raise KnowledgeError(f"{where}: pattern {pattern!r} can backtrack: {found[0]}")
+    return compiled
 
 
 def _check_templates(rule: Rule, where: str) -> None:

@@ -16,7 +16,13 @@ _SUFFIX = re.compile(
 )
 
 
+MAX_NAME = 256  # no GPU name is longer; longer text is not matched (matching cost grows with it)
+
+
 def normalize(name: str) -> str:
+    """The matching key of a GPU name; empty (matches nothing) for text longer than MAX_NAME."""
+    if len(name) > MAX_NAME:
+        return ""
     text = name.lower().replace("(tm)", " ").replace("®", " ")
     text = re.sub(r"with max-?q design", " laptop ", text)
     text = re.sub(r"\bmax-?q\b", " laptop ", text)

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
+
+MAX_INT = 2**63 - 1  # integers in JSON inputs: byte counts, indices; anything beyond is not real
+MAX_STRING = 4096  # a path or message longer than this is not one a tool wrote
+MAX_ITEMS = 10_000  # items in one list or object
 
 
 class DecodeError(ValueError):
@@ -75,6 +80,8 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
     if origin in (list, tuple):
         if not isinstance(value, list):
             raise DecodeError(path, f"expected a list, got {type(value).__name__}")
+        if len(value) > MAX_ITEMS:
+            raise DecodeError(path, f"more than {MAX_ITEMS} items")
         args = get_args(tp)
         item = args[0] if args else Any
         items = [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
@@ -82,6 +89,8 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise DecodeError(path, f"expected an object, got {type(value).__name__}")
+        if len(value) > MAX_ITEMS:
+            raise DecodeError(path, f"more than {MAX_ITEMS} entries")
         _, vt = get_args(tp) or (str, Any)
         return {str(k): _decode(vt, v, f"{path}.{k}") for k, v in value.items()}
     return _decode_scalar(tp, value, path)
@@ -89,9 +98,18 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
 
 def _decode_scalar(tp: Any, value: Any, path: str) -> Any:
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        if isinstance(value, int) and abs(value) > MAX_INT:
+            raise DecodeError(path, "number out of range")
+        number = float(value)
+        if not math.isfinite(number):
+            raise DecodeError(path, "expected a finite number")
+        return number
     if tp is int and isinstance(value, bool):
         raise DecodeError(path, "expected an integer, got a boolean")
+    if tp is int and isinstance(value, int) and abs(value) > MAX_INT:
+        raise DecodeError(path, "integer out of range")
+    if tp is str and isinstance(value, str) and len(value) > MAX_STRING:
+        raise DecodeError(path, f"string longer than {MAX_STRING} characters")
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise DecodeError(path, f"expected {getattr(tp, '__name__', tp)}, got {type(value).__name__}")
