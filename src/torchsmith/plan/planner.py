@@ -289,13 +289,19 @@ def _wheel_problem(
 ) -> Rejection | None:
     v = release.version
     if wheel.archs is None:
-        return Rejection(
-            v,
-            wheel.variant,
-            "other",
-            f"{wheel.variant} wheels of torch {wheel.torch} exist, "
-            "but their GPU archs are not established",
-            wheel.sources,
+        # The exact arch list is unknown: still decide by what is certain, the check a user
+        # can act on first (another variant for the GPU, then a driver update).
+        return (
+            _toolkit_cannot_target(v, kb, wheel, nvidia)
+            or _driver_below_floor(v, machine, kb, wheel)
+            or Rejection(
+                v,
+                wheel.variant,
+                "other",
+                f"{wheel.variant} wheels of torch {wheel.torch} exist, "
+                "but their GPU archs are not established",
+                wheel.sources,
+            )
         )
     for gpu in nvidia:
         assert gpu.compute_capability is not None
@@ -305,22 +311,59 @@ def _wheel_problem(
                 wheel.variant,
                 "arch-not-compiled",
                 f"{wheel.variant} wheels of torch {wheel.torch} carry "
-                f"{describe_archs(wheel.archs.sass, wheel.archs.ptx)}; the {gpu.name} is {gpu.sm}",
+                f"{describe_archs(wheel.archs.sass, wheel.archs.ptx)}, "
+                f"and the {gpu.name} is {gpu.sm}",
                 wheel.sources,
             )
+    return _driver_below_floor(v, machine, kb, wheel)
+
+
+def _toolkit_cannot_target(
+    torch: str,
+    kb: Knowledge, wheel: Wheel, nvidia: tuple[GpuTarget, ...]
+) -> Rejection | None:
+    """A wheel built with a toolkit whose nvcc cannot emit SASS or PTX the GPU runs.
+
+    Whatever its arch list, such a wheel holds no code for the GPU: SASS runs on the same major
+    with a lower or equal minor, PTX on any equal or newer GPU, and the toolkit emits neither
+    below its lowest target.
+    """
+    toolkit = kb.toolkit(wheel.cuda) if wheel.cuda else None
+    if toolkit is None:
+        return None
+    sass = tuple(t for t in toolkit.sm_targets if t[-1].isdigit())
+    ptx = tuple("compute_" + t.removeprefix("sm_") for t in sass)
+    for gpu in nvidia:
+        assert gpu.compute_capability is not None
+        if not coverage(sass, ptx, gpu.compute_capability).ok:
+            return Rejection(
+                torch,
+                wheel.variant,
+                "arch-not-compiled",
+                f"{wheel.variant} wheels of torch {wheel.torch} are built with CUDA "
+                f"{wheel.cuda}, whose compiler cannot emit code below {sass[0]}, "
+                f"so they hold no code for the {gpu.name} ({gpu.sm})",
+                (*wheel.sources, *toolkit.sources),
+            )
+    return None
+
+
+def _driver_below_floor(
+    torch: str, machine: MachineFacts, kb: Knowledge, wheel: Wheel
+) -> Rejection | None:
     floor = kb.variant_min_driver(wheel.variant, machine.os)
     driver = machine.driver
-    if driver is not None and floor is not None and not driver_at_least(driver, floor):
-        cuda = variant_cuda(wheel.variant) or "?"
-        return Rejection(
-            v,
-            wheel.variant,
-            "driver-too-old",
-            f"{wheel.variant} needs driver >= {floor} (CUDA {cuda.split('.')[0]}.x); "
-            f"this machine has {machine.driver}",
-            kb.floors_sources(cuda),
-        )
-    return None
+    if driver is None or floor is None or driver_at_least(driver, floor):
+        return None
+    cuda = variant_cuda(wheel.variant) or "?"
+    return Rejection(
+        torch,
+        wheel.variant,
+        "driver-too-old",
+        f"{wheel.variant} wheels need driver {floor} or newer (the CUDA {cuda.split('.')[0]}.x "
+        f"floor), and this machine has {driver}",
+        kb.floors_sources(cuda),
+    )
 
 
 def _serves_sentence(wheel: Wheel, nvidia: tuple[GpuTarget, ...]) -> str:
