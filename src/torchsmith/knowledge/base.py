@@ -16,6 +16,7 @@ from torchsmith.knowledge.model import (
     DriverFloor,
     GpuModel,
     Source,
+    SourceBuildRange,
     TorchRelease,
     Wheel,
     WheelArchs,
@@ -68,6 +69,7 @@ class Knowledge:
         self.floors: tuple[DriverFloor, ...] = tuple(parsed.floors)
         self.releases: tuple[TorchRelease, ...] = tuple(parsed.releases)
         self.wheels: tuple[Wheel, ...] = tuple(parsed.wheels)
+        self.source_builds: tuple[SourceBuildRange, ...] = tuple(parsed.source_builds)
         self._gpu_index: dict[str, GpuModel] = {}
         for gpu in self.gpus:
             for label in (gpu.name, *gpu.aliases):
@@ -118,6 +120,11 @@ class Knowledge:
             return None
         key = f"{int(m.group(1))}.{int(m.group(2))}"
         return next((t for t in self.toolkits if t.version == key), None)
+
+    def source_build_range(self, torch_version: str) -> SourceBuildRange | None:
+        """The CUDA toolkits a source build of this torch (any patch of its minor) accepts."""
+        minor = minor_of(torch_version)
+        return next((r for r in self.source_builds if r.torch == minor), None)
 
     def driver_floor(self, cuda_version: str, os: str) -> str | None:
         m = re.match(r"^\s*(\d+)", cuda_version)

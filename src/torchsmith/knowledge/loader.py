@@ -25,6 +25,7 @@ from torchsmith.knowledge.model import (
     DriverFloor,
     GpuModel,
     Source,
+    SourceBuildRange,
     TorchRelease,
     Wheel,
     WheelArchs,
@@ -62,6 +63,7 @@ class Parsed:
         self.floors: list[DriverFloor] = []
         self.releases: list[TorchRelease] = []
         self.wheels: list[Wheel] = []
+        self.source_builds: list[SourceBuildRange] = []
 
 
 def data_texts() -> dict[str, str]:
@@ -92,6 +94,9 @@ def parse(texts: Mapping[str, str]) -> Parsed:
     ctx = _Ctx(out.sources)
     out.gpus = ctx.each("gpus.toml", "gpu", docs["gpus.toml"], _gpu)
     out.toolkits = _toolkits(ctx, docs["cuda_toolkits.toml"])
+    out.source_builds = ctx.each(
+        "cuda_toolkits.toml", "source_build", docs["cuda_toolkits.toml"], _source_build
+    )
     out.floors = ctx.each("driver_compat.toml", "floor", docs["driver_compat.toml"], _floor)
     out.wheels = ctx.each("torch_wheels.toml", "wheel", docs["torch_wheels.toml"], _wheel)
     out.releases = _releases(ctx, docs["torch_releases.toml"], out.wheels)
@@ -242,6 +247,21 @@ def _toolkits(ctx: _Ctx, doc: Mapping[str, Any]) -> list[CudaToolkit]:
             )
         )
     return sorted(out, key=lambda tk: _vkey(tk.version))
+
+
+def _source_build(ctx: _Ctx, t: Mapping[str, Any], where: str) -> SourceBuildRange:
+    lo = _str(t, "cuda_min", where, _VERSION)
+    hi = _str(t, "cuda_max", where, _VERSION)
+    if _vkey(lo) > _vkey(hi):
+        raise KnowledgeError(f"{where}: cuda_min {lo} is above cuda_max {hi}")
+    return SourceBuildRange(
+        torch=_str(t, "torch", where, _VERSION),
+        cuda_min=lo,
+        cuda_max=hi,
+        status=_status(t, where),  # type: ignore[arg-type]
+        sources=ctx.refs(t, where),
+        note=_opt_str(t, "note", where),
+    )
 
 
 def _floor(ctx: _Ctx, t: Mapping[str, Any], where: str) -> DriverFloor:

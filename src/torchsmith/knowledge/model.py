@@ -67,6 +67,18 @@ class CudaToolkit:
 
 
 @dataclass(frozen=True)
+class SourceBuildRange:
+    """The CUDA toolkits a source build of one torch minor accepts (CMake floor to newest CI)."""
+
+    torch: str  # minor: "2.15"
+    cuda_min: str  # "12.6": cmake/public/cuda.cmake's minimum, or the oldest CI toolkit
+    cuda_max: str  # "13.2": the newest toolkit the release's CI built with
+    status: FactStatus
+    sources: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class DriverFloor:
     cuda_major: int
     linux: str

@@ -96,6 +96,7 @@ class SourceBuild:
     msc_ver_min: int
     msc_ver_max: int
     sources: tuple[str, ...] = ()
+    accepts: str | None = None  # "12.6-13.2": the toolkits the release's source build accepts
 
 
 @dataclass(frozen=True)

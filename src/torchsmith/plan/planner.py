@@ -319,8 +319,7 @@ def _wheel_problem(
 
 
 def _toolkit_cannot_target(
-    torch: str,
-    kb: Knowledge, wheel: Wheel, nvidia: tuple[GpuTarget, ...]
+    torch: str, kb: Knowledge, wheel: Wheel, nvidia: tuple[GpuTarget, ...]
 ) -> Rejection | None:
     """A wheel built with a toolkit whose nvcc cannot emit SASS or PTX the GPU runs.
 
@@ -509,20 +508,60 @@ def _no_source_reason(
     releases: list[TorchRelease],
     nvidia: tuple[GpuTarget, ...],
 ) -> tuple[str, ...]:
+    """Why no source build is offered either, as one sentence (empty when nothing is known)."""
     sms = {g.sm for g in nvidia if g.sm}
-    first = next((t.version for t in kb.toolkits if sms <= set(t.sm_targets)), None)
-    cudas = sorted(
-        {w.cuda for r in releases for w in kb.wheels if w.torch == r.minor and w.cuda},
-        key=parse_cc,
-    )
-    if not cudas:
+    targets = ", ".join(sorted(sms))
+    accepted = [
+        t
+        for r in releases
+        if (span := _source_span(kb, r)) is not None
+        for t in kb.toolkits
+        if span[0] <= parse_cc(t.version) <= span[1]
+    ]
+    if not accepted:
         return ()
-    span = f"{cudas[0]}–{cudas[-1]}" if cudas[0] != cudas[-1] else cudas[0]
-    first_text = f"the first toolkit that can is CUDA {first}" if first else "no known toolkit can"
-    return (
-        f"a source build does not help: these torch releases were built with CUDA {span}, "
-        f"and {first_text} compile for {', '.join(sorted(sms))}",
-    )
+    versions = sorted({t.version for t in accepted}, key=parse_cc)
+    span_text = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+    able = [t for t in accepted if sms <= set(t.sm_targets)]
+    if not able:
+        capable = [t.version for t in kb.toolkits if sms <= set(t.sm_targets)]
+        if not capable:
+            tail = f"; no CUDA toolkit the knowledge base knows can compile for {targets}"
+        elif parse_cc(capable[0]) > parse_cc(versions[-1]):
+            tail = (
+                f"; CUDA {capable[0]} is the first toolkit that can compile for {targets}, "
+                "and only newer torch releases accept it"
+            )
+        else:
+            tail = (
+                f"; CUDA {capable[-1]} is the newest toolkit that can compile for {targets}, "
+                "and only older torch releases accept it"
+            )
+        return (
+            f"a source build does not help either: these torch releases accept CUDA "
+            f"{span_text}, and none of those toolkits can compile for {targets}{tail}",
+        )
+    runnable = [t for t in able if _driver_runs(machine, kb, t.version)]
+    if not runnable:
+        return (
+            f"a source build does not help either: the toolkits these torch releases accept "
+            f"that can compile for {targets} need a newer driver than {machine.driver}",
+        )
+    return ()
+
+
+def _source_span(
+    kb: Knowledge, release: TorchRelease
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The CUDA toolkits a source build of the release accepts: the knowledge base's range,
+    else the CUDA versions its wheels were built with."""
+    known = kb.source_build_range(release.version)
+    if known is not None:
+        return (parse_cc(known.cuda_min), parse_cc(known.cuda_max))
+    cudas = sorted({w.cuda for w in kb.wheels if w.torch == release.minor and w.cuda}, key=parse_cc)
+    if not cudas:
+        return None
+    return (parse_cc(cudas[0]), parse_cc(cudas[-1]))
 
 
 def _per_gpu(
@@ -566,13 +605,10 @@ def plan_source_build(
             machine.python.rstrip("t") + ".0"
         ):
             continue
-        cudas = sorted(
-            {w.cuda for w in kb.wheels if w.torch == release.minor and w.cuda},
-            key=parse_cc,
-        )
-        if not cudas:
+        span = _source_span(kb, release)
+        if span is None:
             continue
-        lo, hi = parse_cc(cudas[0]), parse_cc(cudas[-1])
+        lo, hi = span
         fits = [
             t
             for t in kb.toolkits
@@ -597,9 +633,15 @@ def plan_source_build(
             clang_max_major=chosen.max_clang_major,
             msc_ver_min=chosen.msc_ver_min,
             msc_ver_max=chosen.msc_ver_max,
-            sources=chosen.sources,
+            sources=tuple(dict.fromkeys((*_range_sources(kb, release), *chosen.sources))),
+            accepts=f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
         )
     return None
+
+
+def _range_sources(kb: Knowledge, release: TorchRelease) -> tuple[str, ...]:
+    known = kb.source_build_range(release.version)
+    return known.sources if known is not None else ()
 
 
 def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
@@ -610,10 +652,16 @@ def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
 def _source_recommendation(
     build: SourceBuild, machine: MachineFacts, options: PlanOptions
 ) -> Recommendation:
+    span = (
+        build.toolkit_min
+        if build.toolkit_min == build.toolkit_max
+        else f"{build.toolkit_min}–{build.toolkit_max}"
+    )
+    accepts = f"its source accepts CUDA {build.accepts}, and of those " if build.accepts else ""
     reasons = [
-        f"build torch {build.torch} with CUDA {build.toolkit} "
-        f"(toolkits {build.toolkit_min}–{build.toolkit_max} can target "
-        f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list})",
+        f"build torch {build.torch} from source with CUDA {build.toolkit} and "
+        f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list}: {accepts}CUDA {span} "
+        "can compile for these GPUs",
         f"host compiler: gcc <= {build.gcc_max_major}, clang <= {build.clang_max_major}, "
         f"MSVC _MSC_VER {build.msc_ver_min}–{build.msc_ver_max}",
     ]
