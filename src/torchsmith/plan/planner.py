@@ -23,7 +23,7 @@ from torchsmith.knowledge.compat import (
     parse_cc,
     torch_cuda_arch_list,
 )
-from torchsmith.knowledge.model import index_url, variant_cuda
+from torchsmith.knowledge.model import gfx_to_hsa, index_url, variant_cuda
 from torchsmith.plan import findings as plan_findings
 from torchsmith.plan.commands import source_commands, wheel_commands
 from torchsmith.plan.model import (
@@ -200,7 +200,33 @@ def _evaluate(
                     variant="cpu",
                     index=None,
                     machine=machine,
-                    reasons=["macOS wheels run on the CPU and the Apple GPU (MPS)"],
+                    reasons=[_mps_sentence(kb, machine)],
+                )
+            )
+            continue
+        amd = tuple(g for g in machine.gpus if g.vendor == "amd")
+        intel = tuple(g for g in machine.gpus if g.vendor == "intel")
+        if not nvidia and amd:
+            viable.extend(
+                _rocm_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    amd=amd,
+                    rejected=rejected,
+                )
+            )
+            continue
+        if not nvidia and intel:
+            viable.extend(
+                _xpu_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    intel=intel,
+                    rejected=rejected,
                 )
             )
             continue
@@ -265,6 +291,202 @@ def _cuda_choices(
             )
         )
     return out
+
+
+def _mps_sentence(kb: Knowledge, machine: MachineFacts) -> str:
+    mps = kb.mps
+    need = f"macOS {mps.macos_min} or newer" if mps else "a recent macOS"
+    if machine.arch == "aarch64":
+        return (
+            "macOS arm64 wheels run on the CPU and on the Apple GPU through MPS, "
+            f"which needs {need}"
+        )
+    return (
+        "macOS x86_64 wheels run on the CPU only here: the MPS backend these wheels are "
+        f"tested with needs Apple silicon (arm64) and {need}"
+    )
+
+
+def _rocm_choices(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    amd: tuple[GpuTarget, ...],
+    rejected: list[Rejection],
+) -> list[Recommendation]:
+    """The rocmX.Y variants of one release that carry code for every AMD GPU, newest first."""
+    wheels = [
+        w
+        for w in kb.wheels_for(release.version, machine.os, machine.arch)
+        if w.variant.startswith("rocm")
+    ]
+    if not wheels:
+        why = (
+            "the knowledge base lists none for this release"
+            if platform_of(machine) == "linux-x86_64"
+            else "PyTorch builds them for Linux x86_64 only"
+        )
+        rejected.append(
+            Rejection(
+                release.version,
+                None,
+                "other",
+                f"torch {release.version} has no ROCm wheels for {platform_of(machine)}, "
+                f"because {why}",
+                release.sources,
+            )
+        )
+        return []
+    wheels.sort(key=lambda w: _rocm_key(w.variant), reverse=True)
+    direct: list[Recommendation] = []
+    override: list[Recommendation] = []
+    for wheel in wheels:
+        archs = kb.rocm_gfx(release.version, wheel.variant)
+        if archs is None:
+            rejected.append(
+                Rejection(
+                    release.version,
+                    wheel.variant,
+                    "other",
+                    f"{wheel.variant} wheels of torch {wheel.torch} exist, "
+                    "but their gfx targets are not established",
+                    wheel.sources,
+                )
+            )
+            continue
+        missing = [g for g in amd if g.gfx not in archs.gfx]
+        stand_ins = {g.name: _gfx_stand_in(g.gfx, archs.gfx) for g in missing}
+        if missing and not all(stand_ins.values()):
+            gpu = next(g for g in missing if not stand_ins[g.name])
+            rejected.append(
+                Rejection(
+                    release.version,
+                    wheel.variant,
+                    "arch-not-compiled",
+                    f"{wheel.variant} wheels of torch {wheel.torch} are built for "
+                    f"{_gfx_span(archs.gfx)}, and the {gpu.name} is "
+                    f"{gpu.gfx or 'of an unknown gfx target'}",
+                    archs.sources,
+                )
+            )
+            continue
+        reasons = (
+            [
+                f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
+                + ", ".join(f"{g.gfx} (the {g.name})" for g in amd if g not in missing)
+            ]
+            if len(missing) < len(amd)
+            else []
+        )
+        for gpu in missing:
+            stand_in = stand_ins[gpu.name]
+            assert stand_in is not None
+            reasons.append(
+                f"{wheel.variant} wheels of torch {wheel.torch} have no {gpu.gfx} code for the "
+                f"{gpu.name}, but its {stand_in} code runs on it with "
+                f"HSA_OVERRIDE_GFX_VERSION={gfx_to_hsa(stand_in)} (AMD does not support this)"
+            )
+        reasons.append(f"ROCm wheels come from {wheel.index_url}, not from PyPI")
+        choice = _wheel_choice(
+            kb=kb,
+            options=options,
+            release=release,
+            variant=wheel.variant,
+            index=wheel.index_url,
+            machine=machine,
+            reasons=reasons,
+        )
+        (override if missing else direct).append(choice)
+    return direct + override
+
+
+def _rocm_key(variant: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in variant.removeprefix("rocm").split("."))
+
+
+def _gfx_span(gfx: tuple[str, ...]) -> str:
+    return ", ".join(gfx[:-1]) + f" and {gfx[-1]}" if len(gfx) > 1 else gfx[0]
+
+
+def _gfx_stand_in(gfx: str | None, built: tuple[str, ...]) -> str | None:
+    """A built target of the same family a consumer GPU can pose as (gfx1031 → gfx1030).
+
+    HSA_OVERRIDE_GFX_VERSION makes the ROCm runtime load another target's code objects; the
+    common working case is an RDNA board posing as the first chip of its generation.
+    """
+    if gfx is None or (not gfx.startswith("gfx10") and not gfx.startswith("gfx11")):
+        return None
+    family = gfx[:-1]
+    candidates = [g for g in built if g.startswith(family) and g != gfx]
+    return min(candidates) if candidates else None
+
+
+def _xpu_choices(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    intel: tuple[GpuTarget, ...],
+    rejected: list[Rejection],
+) -> list[Recommendation]:
+    support = kb.xpu_support(release.version, machine.os)
+    if support is None or machine.arch != "x86_64":
+        first = min((x.torch_min for x in kb.xpu), default=None)
+        why = (
+            f"xpu wheels start with torch {first}"
+            if first and machine.os in {o for x in kb.xpu for o in x.os}
+            else "xpu wheels exist for Linux and Windows on x86_64 only"
+        )
+        rejected.append(
+            Rejection(
+                release.version,
+                "xpu",
+                "other",
+                f"torch {release.version} has no xpu wheels for {platform_of(machine)}, "
+                f"because {why}",
+                tuple(s for x in kb.xpu for s in x.sources),
+            )
+        )
+        return []
+    unsupported = []
+    for gpu in intel:
+        model = kb.find_intel_gpu(gpu.name)
+        if model is not None and machine.os not in model.os:
+            unsupported.append((gpu, model))
+    if unsupported:
+        gpu, model = unsupported[0]
+        rejected.append(
+            Rejection(
+                release.version,
+                "xpu",
+                "other",
+                f"xpu wheels of torch {release.version} support the {model.family} "
+                f"on {' and '.join(model.os)} only, not on {machine.os}",
+                model.sources,
+            )
+        )
+        return []
+    reasons = [
+        f"xpu wheels of torch {release.minor} support "
+        + ", ".join(f"the {g.name}, an {g.architecture} GPU," for g in intel)
+        + f" on {machine.os}",
+        f"xpu wheels come from {index_url('xpu')}, and they need Intel's GPU driver "
+        "(on Linux, the intel-level-zero and compute runtime packages)",
+    ]
+    return [
+        _wheel_choice(
+            kb=kb,
+            options=options,
+            release=release,
+            variant="xpu",
+            index=index_url("xpu"),
+            machine=machine,
+            reasons=reasons,
+        )
+    ]
 
 
 def _driver_native(machine: MachineFacts, kb: Knowledge, wheel: Wheel) -> bool:
@@ -417,7 +639,7 @@ def _wheel_choice(
     companions = kb.companions(release.version)
     floor = kb.variant_min_driver(variant, machine.os)
     return Recommendation(
-        kind="wheel" if variant_cuda(variant) else "cpu",
+        kind="cpu" if variant == "cpu" else "wheel",
         torch=release.version,
         variant=variant,
         index_url=index,
@@ -471,6 +693,9 @@ def _why_nothing(
     options: PlanOptions,
 ) -> str:
     cats = {r.category for r in rejected}
+    others = [g for g in machine.gpus if g.vendor in ("amd", "intel")]
+    if not nvidia and others and cats != {"python-unsupported"}:
+        return _why_no_rocm_or_xpu(machine, rejected, others, options)
     if cats == {"python-unsupported"}:
         return (
             f"no torch release{_within(options)} has wheels for Python {machine.python} "
@@ -486,6 +711,27 @@ def _why_nothing(
             "that carries code for this GPU"
         )
     return f"no torch wheel{_within(options)} fits this machine"
+
+
+def _why_no_rocm_or_xpu(
+    machine: MachineFacts,
+    rejected: list[Rejection],
+    gpus: list[GpuTarget],
+    options: PlanOptions,
+) -> str:
+    names = ", ".join(f"the {g.name}" + (f" ({g.gfx})" if g.gfx else "") for g in gpus)
+    if gpus[0].vendor == "amd" and (machine.os != "linux" or machine.arch != "x86_64"):
+        return (
+            f"PyTorch publishes ROCm wheels for Linux x86_64 only, so no torch wheel"
+            f"{_within(options)} can use {names} on {platform_of(machine)}; use Linux "
+            "(natively or, for supported Radeon boards, under WSL 2 with AMD's ROCm for WSL) "
+            "or the CPU wheel"
+        )
+    if gpus[0].vendor == "amd" and any(r.category == "arch-not-compiled" for r in rejected):
+        return f"no ROCm wheel of torch{_within(options)} is built for {names}"
+    if gpus[0].vendor == "intel":
+        return f"no xpu wheel of torch{_within(options)} supports {names} on {machine.os}"
+    return f"no torch wheel{_within(options)} serves {names}"
 
 
 def _within(options: PlanOptions) -> str:

@@ -59,6 +59,7 @@ class GpuInfo:
     pci_bus_id: str | None = None
     mig_mode: str | None = None  # "Enabled" / "Disabled" / None (not supported)
     source: str = "nvml"  # nvml, nvidia-smi-xml, nvidia-smi-csv, lspci, sysfs, system_profiler, ...
+    gfx: str | None = None  # AMD: the LLVM target the ROCm runtime reports ("gfx1100")
 
 
 @dataclass(frozen=True)
