@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-from torchsmith.findings import checks_toolchain, checks_torch
+from torchsmith.findings import checks_toolchain, checks_torch, checks_vendors
 from torchsmith.findings.common import Check, Context
 from torchsmith.knowledge.base import platform_key
 from torchsmith.probe.model import Finding, Probe
@@ -218,4 +218,8 @@ CHECKS: tuple[Check, ...] = (
     checks_toolchain.check_toolkit_matches_torch,
     checks_toolchain.check_nvcc_path_vs_cuda_home,
     checks_toolchain.check_host_compiler,
+    checks_vendors.check_amd_access,
+    checks_vendors.check_amd_gfx,
+    checks_vendors.check_rocm_runtime_vs_wheel,
+    checks_vendors.check_intel_level_zero,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from typing import TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -28,6 +29,8 @@ from torchsmith.knowledge.model import (
     minor_of,
     variant_cuda,
 )
+
+T = TypeVar("T")
 
 ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "x86-64": "x86_64"}
 OS_ALIASES = {
@@ -145,7 +148,7 @@ class Knowledge:
         key = _vendor_key(name)
         if not key:
             return None
-        found = self._amd_index.get(key)
+        found = self._amd_index.get(key) or _bracketed(name, self._amd_index)
         if found is not None:
             return found
         gfx = name.strip().lower()
@@ -153,7 +156,7 @@ class Knowledge:
 
     def find_intel_gpu(self, name: str) -> IntelGpu | None:
         key = _vendor_key(name)
-        return self._intel_index.get(key) if key else None
+        return (self._intel_index.get(key) or _bracketed(name, self._intel_index)) if key else None
 
     def rocm_gfx(self, torch_version: str, variant: str) -> RocmArchs | None:
         minor = minor_of(torch_version)
@@ -273,6 +276,20 @@ class Knowledge:
 
 
 _VENDOR_WORDS = {"amd", "ati", "radeon", "instinct", "intel", "r", "graphics", "gpu", "corporation"}
+
+
+def _bracketed(name: str, index: dict[str, T]) -> T | None:
+    """The PCI database's "Navi 31 [Radeon RX 7900 XT/7900 XTX]": try each bracketed name."""
+    m = re.search(r"\[([^\]]+)\]", name)
+    if not m:
+        return None
+    first, *others = m[1].split("/")
+    prefix = first.rsplit(" ", 1)[0] + " " if " " in first else ""
+    for alt in (first, *(prefix + o if " " not in o else o for o in others)):
+        found = index.get(_vendor_key(alt))
+        if found is not None:
+            return found
+    return None
 
 
 def _vendor_key(name: str) -> str:

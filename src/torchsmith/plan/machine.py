@@ -176,6 +176,28 @@ def python_tag(version: str, free_threaded: bool) -> str | None:
     return f"3.{int(m.group(1))}" + ("t" if free_threaded else "")
 
 
+def _with_sycl_names(
+    gpus: tuple[GpuTarget, ...], probe: Probe, kb: Knowledge
+) -> tuple[GpuTarget, ...]:
+    """Intel GPUs by the names SYCL prints ("Intel(R) Arc(TM) A770 Graphics"), which the
+    knowledge base knows, rather than the PCI database's chip names ("DG2 [Arc A770]")."""
+    if probe.xpu is None:
+        return gpus
+    named = [
+        t
+        for d in probe.xpu.devices
+        if d.device_type == "gpu"
+        and (t := _other_vendor(d.name, None, kb)) is not None
+        and t.vendor == "intel"
+    ]
+    named = list({t.name: t for t in named}.values())
+    if not named:
+        return gpus
+    unknown_intel = [g for g in gpus if g.vendor == "intel" and kb.find_intel_gpu(g.name) is None]
+    rest = [g for g in gpus if g not in unknown_intel and g.name not in {t.name for t in named}]
+    return tuple(rest + named)
+
+
 def _other_vendor(name: str, gfx: str | None, kb: Knowledge) -> GpuTarget | None:
     """An AMD GPU (by name or gfx target) or an Intel GPU the knowledge base knows."""
     amd = kb.find_amd_gpu(gfx) if gfx else None
