@@ -199,3 +199,19 @@ def test_plan_from_the_intel_probe_picks_the_xpu_wheel() -> None:
         assert [g.vendor for g in facts.gpus] == ["intel"]
         rec = make_plan(facts, kb, PlanOptions()).recommendation
         assert rec.variant == "xpu"
+
+
+# -- Apple ----------------------------------------------------------------------------------
+
+
+def test_doctor_says_mps_needs_macos_12_3_and_apple_silicon() -> None:
+    old = Probe(
+        host=HostInfo(os="macos", os_pretty="macOS 12.1", os_version="12.1", arch="aarch64")
+    )
+    assert any("12.3" in f.message for f in analyze(old, kb))
+    new = Probe(
+        host=HostInfo(os="macos", os_pretty="macOS 15.1", os_version="15.1", arch="aarch64")
+    )
+    assert not any("MPS" in f.message for f in analyze(new, kb))
+    intel = Probe(host=HostInfo(os="macos", os_pretty="macOS 13", os_version="13.6", arch="x86_64"))
+    assert any("Apple silicon" in f.message for f in analyze(intel, kb))

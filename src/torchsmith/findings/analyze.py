@@ -222,4 +222,5 @@ CHECKS: tuple[Check, ...] = (
     checks_vendors.check_amd_gfx,
     checks_vendors.check_rocm_runtime_vs_wheel,
     checks_vendors.check_intel_level_zero,
+    checks_vendors.check_mps,
 )

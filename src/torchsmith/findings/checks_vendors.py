@@ -138,3 +138,36 @@ def check_intel_level_zero(probe: Probe, ctx: Context) -> Iterator[Finding]:
         subject="gpu",
         source="pt_xpu_get_started",
     )
+
+
+def check_mps(probe: Probe, ctx: Context) -> Iterator[Finding]:
+    """PyTorch's MPS backend needs Apple silicon and macOS 12.3 or newer."""
+    if probe.host.os != "macos":
+        return
+    mps = getattr(ctx.kb, "mps", None)
+    need = mps.macos_min if mps is not None else "12.3"
+    source = mps.sources[0] if mps is not None else None
+    if probe.host.arch != "aarch64":
+        yield Finding(
+            "no-gpu-visible",
+            "info",
+            "this Mac has an Intel CPU: PyTorch's MPS GPU backend is for Apple silicon (arm64), "
+            "and torch wheels for Intel Macs stopped with torch 2.2",
+            "torch runs on the CPU here; use an Apple silicon Mac for MPS",
+            subject="gpu",
+            source=source,
+        )
+        return
+    version = probe.host.os_version
+    parts = tuple(int(p) for p in (version or "").split(".")[:2] if p.isdigit())
+    wanted = tuple(int(p) for p in need.split("."))
+    if parts and parts < wanted:
+        yield Finding(
+            "no-gpu-visible",
+            "warning",
+            f"macOS {version} is older than {need}, which PyTorch's MPS backend needs, so "
+            "torch.backends.mps.is_available() is False",
+            f"update macOS to {need} or newer to use the Apple GPU",
+            subject="gpu",
+            source=source,
+        )
