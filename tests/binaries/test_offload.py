@@ -71,3 +71,18 @@ def test_inspect_cli_prints_amdgpu_rows(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "AMDGPU" in out
     assert "gfx942:sramecc+:xnack-" in out
+
+
+def test_a_rocm_wheel_member_lists_its_gfx_targets(tmp_path: Path) -> None:
+    import zipfile  # noqa: PLC0415
+
+    from torchsmith.binaries.targets import inspect_target  # noqa: PLC0415
+
+    wheel = tmp_path / "torch-2.9.1+rocm6.4-cp312-cp312-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("torch-2.9.1+rocm6.4.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+        z.write(ROCM / "libtiny_hip.so", "torch/lib/libtorch_hip.so")
+        z.write(ROCM / "libtiny_hip.so", "torch/lib/libtorch_cpu.so")  # not a ROCm name
+    reports = {r.path: r for r in inspect_target(str(wheel)).binaries}
+    assert reports["torch/lib/libtorch_hip.so"].gfx == ("gfx90a", "gfx942", "gfx1100", "gfx1201")
+    assert reports["torch/lib/libtorch_cpu.so"].gfx == ()

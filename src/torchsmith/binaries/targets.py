@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
-from torchsmith.binaries.formats import BinaryFormatError, describe_head, sniff
-from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream
+from torchsmith.binaries.formats import BinaryFormatError, Region, describe_head, sniff
+from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream, with_offload
+from torchsmith.binaries.sources import StreamSource
 from torchsmith.errors import InputError
 from torchsmith.probe.model import ArchSet
 from torchsmith.util import cmd
@@ -67,6 +68,10 @@ TEXT_SUFFIXES = frozenset(
 )
 PACKAGE_TIMEOUT_S = 60.0
 PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# ROCm libraries in a wheel (libtorch_hip.so, libamdhip64.so, librocblas.so, libMIOpen.so, ...)
+ROCM_NAME = re.compile(r"(hip|roc|miopen|rccl|amd)[^/]*\.so", re.IGNORECASE)
 
 
 class ProgressCallback(Protocol):
@@ -353,7 +358,14 @@ def _read_wheel(
 
             try:
                 with archive.open(info) as stream:
-                    out.append(read_stream(shown, stream, info.file_size, progress=step))
+                    report = read_stream(shown, stream, info.file_size, progress=step)
+                if not report.fatbin_found and ROCM_NAME.search(shown):
+                    # ROCm libraries hold offload bundles: a second pass over the member
+                    with archive.open(info) as stream:
+                        source = StreamSource(stream, info.file_size)
+                        whole = Region("(scan)", 0, info.file_size, trusted=False)
+                        report = with_offload(report, source, (whole,))
+                out.append(report)
             except InputError as exc:
                 out.append(_unreadable(shown, info.file_size, exc.message))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
