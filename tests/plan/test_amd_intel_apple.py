@@ -112,3 +112,21 @@ def test_mac_arm64_names_the_mps_requirement() -> None:
 def test_intel_mac_says_mps_needs_apple_silicon() -> None:
     p = plan("macos", "none", "==2.2.*", arch="x86_64")
     assert any("Apple silicon" in r for r in p.recommendation.reasons)
+
+
+def test_an_amd_gpu_of_unknown_gfx_says_how_to_find_it() -> None:
+    from torchsmith.plan.model import GpuTarget, MachineFacts  # noqa: PLC0415
+
+    facts = MachineFacts(
+        os="linux", arch="x86_64", gpus=(GpuTarget("AMD Rembrandt [Radeon 680M]", None, "amd"),)
+    )
+    rec = make_plan(facts, kb, PlanOptions()).recommendation
+    assert rec.kind == "none"
+    assert "rocminfo" in rec.reasons[0]
+    assert not _sentence_problems(rec.reasons[0])
+
+
+def test_a_gfx_target_works_as_a_gpu_name() -> None:
+    p = plan("linux", "gfx942")
+    assert p.machine.gpus[0].gfx == "gfx942"
+    assert (p.recommendation.variant or "").startswith("rocm")

@@ -339,6 +339,19 @@ def _rocm_choices(
             )
         )
         return []
+    unknown = [g for g in amd if g.gfx is None]
+    if unknown and wheels:
+        rejected.append(
+            Rejection(
+                release.version,
+                None,
+                "other",
+                f"the gfx target of the {unknown[0].name} is unknown, so no ROCm wheel of torch "
+                f"{release.version} can be checked against it",
+                release.sources,
+            )
+        )
+        return []
     wheels.sort(key=lambda w: _rocm_key(w.variant), reverse=True)
     direct: list[Recommendation] = []
     override: list[Recommendation] = []
@@ -720,7 +733,13 @@ def _why_no_rocm_or_xpu(
     options: PlanOptions,
 ) -> str:
     names = ", ".join(f"the {g.name}" + (f" ({g.gfx})" if g.gfx else "") for g in gpus)
-    if gpus[0].vendor == "amd" and (machine.os != "linux" or machine.arch != "x86_64"):
+    linux = machine.os == "linux" and machine.arch == "x86_64"
+    if gpus[0].vendor == "amd" and linux and any(g.gfx is None for g in gpus):
+        return (
+            f"the gfx target of {names} is unknown, so no ROCm wheel can be checked against it; "
+            "install ROCm so `rocminfo` can name it, or give it with --gpu gfxNNNN"
+        )
+    if gpus[0].vendor == "amd" and not linux:
         return (
             f"PyTorch publishes ROCm wheels for Linux x86_64 only, so no torch wheel"
             f"{_within(options)} can use {names} on {platform_of(machine)}; use Linux "
