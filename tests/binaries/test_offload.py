@@ -86,3 +86,19 @@ def test_a_rocm_wheel_member_lists_its_gfx_targets(tmp_path: Path) -> None:
     reports = {r.path: r for r in inspect_target(str(wheel)).binaries}
     assert reports["torch/lib/libtorch_hip.so"].gfx == ("gfx90a", "gfx942", "gfx1100", "gfx1201")
     assert reports["torch/lib/libtorch_cpu.so"].gfx == ()
+
+
+def test_inspect_gpu_says_whether_an_amd_gpu_has_a_code_object() -> None:
+    assert main(["inspect", str(ROCM / "libtiny_hip.so"), "--gpu", "Radeon RX 7900 XTX"]) == 0
+    assert main(["inspect", str(ROCM / "gfx90a_gfx1100.hipfb"), "--gpu", "MI300X"]) == 1
+
+
+def test_gfx_runs_on_verdicts() -> None:
+    from torchsmith.binaries.targets import gfx_runs_on  # noqa: PLC0415
+
+    ok = gfx_runs_on(["gfx90a:xnack-", "gfx1100"], "gfx90a")
+    assert ok.ok
+    assert ok.arch == "gfx90a:xnack-"
+    no = gfx_runs_on(["gfx90a:xnack-"], "gfx1031")
+    assert not no.ok
+    assert "gfx90a" in no.route

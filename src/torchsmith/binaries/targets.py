@@ -108,6 +108,7 @@ def inspect_target(
     compute_capability: str | None = None,
     gpu: str | None = None,
     progress: ProgressCallback | None = None,
+    gfx: str | None = None,
 ) -> InspectReport:
     """Read the GPU code in ``target``: a binary, a .whl, a directory, or an installed package.
 
@@ -144,7 +145,9 @@ def inspect_target(
     report = summarize_binaries(
         target, kind=kind, location=location, binaries=binaries, notes=notes, version=version
     )
-    if compute_capability is not None:
+    if gfx is not None:
+        report = with_runs_on_gfx(report, gfx, gpu=gpu)
+    elif compute_capability is not None:
         report = with_runs_on(report, compute_capability, gpu=gpu)
     return dataclasses.replace(report, seconds=round(time.monotonic() - started, 3))
 
@@ -200,6 +203,32 @@ def with_runs_on(
         gpu=gpu or compute_capability,
         compute_capability=total.compute_capability,
         runs_on=total,
+    )
+
+
+def gfx_runs_on(targets: Iterable[str], gfx: str) -> RunsOn:
+    """Whether AMD code objects run on one gfx target: only its own target's code does."""
+    have = list(dict.fromkeys(targets))
+    own = [t for t in have if t.split(":")[0] == gfx]
+    if own:
+        return RunsOn(True, f"native code object {own[0]}", "", gfx, "sass", own[0])
+    bases = ", ".join(dict.fromkeys(t.split(":")[0] for t in have)) or "no AMD code objects"
+    return RunsOn(False, f"no code object for {gfx} (has {bases})", "", gfx)
+
+
+def with_runs_on_gfx(report: InspectReport, gfx: str, *, gpu: str | None = None) -> InspectReport:
+    """The runs-on verdict for an AMD GPU, per binary with AMD code and in total."""
+    every = [t for b in report.binaries for t in b.gfx_counts]
+    binaries = tuple(
+        dataclasses.replace(b, runs_on=gfx_runs_on(b.gfx_counts, gfx)) if b.gfx_counts else b
+        for b in report.binaries
+    )
+    return dataclasses.replace(
+        report,
+        binaries=binaries,
+        gpu=gpu or gfx,
+        compute_capability=gfx,
+        runs_on=gfx_runs_on(every, gfx),
     )
 
 
