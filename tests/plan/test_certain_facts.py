@@ -171,3 +171,16 @@ def test_every_reason_of_many_scenarios_reads_as_a_sentence(os: str) -> None:
             if problems:
                 bad.append(f"{gpu}/{driver}/{torch}: {text!r}: {problems}")
     assert not bad, "\n".join(bad[:20])
+
+
+def test_the_gpu_decides_before_the_python_version() -> None:
+    """Python 3.9 and torch 2.15 on a GTX 1080: a 3.9 wheel would not run on sm_61 either, so
+    the rejection names the GPU, not Python (torch 2.15 has no cp39 wheels)."""
+    assert kb.python_supported("2.15.0", "3.9", "linux-x86_64") is False
+    p = plan("linux", "GTX 1080", "580.95.05", "==2.15.*", python="3.9")
+    cats = {r.category for r in p.rejected}
+    assert "python-unsupported" not in cats
+    assert "arch-not-compiled" in cats
+    # where a wheel would serve the GPU, Python is what to change
+    q = plan("linux", "RTX 4090", "580.95.05", "==2.15.*", python="3.9")
+    assert {r.category for r in q.rejected} == {"python-unsupported"}

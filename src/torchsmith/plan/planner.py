@@ -180,6 +180,22 @@ def _evaluate(
             )
             continue
         if machine.python is not None and machine.python not in tags:
+            # A wheel for another Python helps only if the release has one for this GPU:
+            # when none serves it, the GPU (or driver) is the fact to act on.
+            gpu_problems: list[Rejection] = []
+            if nvidia and machine.os != "macos":
+                served = _cuda_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    nvidia=nvidia,
+                    rejected=gpu_problems,
+                )
+                certain = {"arch-not-compiled", "driver-too-old"}
+                if not served and gpu_problems and {r.category for r in gpu_problems} <= certain:
+                    rejected.extend(gpu_problems)
+                    continue
             rejected.append(
                 Rejection(
                     release.version,
