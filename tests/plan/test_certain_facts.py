@@ -150,12 +150,24 @@ def _sentence_problems(text: str) -> list[str]:
     return problems
 
 
-_GPUS = ("GTX 1080", "Tesla V100-SXM2-16GB", "RTX 4090", "RTX 5070", "Tesla K80", "NVIDIA H200")
+_GPUS = (
+    "GTX 1080",
+    "Tesla V100-SXM2-16GB",
+    "RTX 4090",
+    "RTX 5070",
+    "Tesla K80",
+    "NVIDIA H200",
+    "Radeon RX 7900 XTX",
+    "AMD Radeon RX 6700 XT",
+    "AMD Instinct MI300X",
+    "Intel Arc B580",
+    "Intel Data Center GPU Max 1550",
+)
 _DRIVERS = (None, "470.82.01", "535.104.05", "580.95.05")
 _TORCH = (None, ">=2.15", "==2.6.*", "==2.11.*", "<2.3")
 
 
-@pytest.mark.parametrize("os", ["linux", "windows"])
+@pytest.mark.parametrize("os", ["linux", "windows", "macos"])
 def test_every_reason_of_many_scenarios_reads_as_a_sentence(os: str) -> None:
     bad: list[str] = []
     for gpu, driver, torch in itertools.product(_GPUS, _DRIVERS, _TORCH):
