@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from torchsmith.binaries.fatbin import CONTAINER_PREFIX, ByteSource
+from torchsmith.binaries.offload import BUNDLE_MAGIC as OFFLOAD_MAGIC
+from torchsmith.binaries.offload import HIP_SECTIONS
 from torchsmith.errors import InputError
 
-Format = Literal["elf", "pe", "fatbin", "ar"]
+Format = Literal["elf", "pe", "fatbin", "ar", "offload"]
 
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 ELF_MAGIC = b"\x7fELF"
@@ -44,6 +46,7 @@ class Layout:
     regions: tuple[Region, ...]
     sections: tuple[tuple[str, int, int], ...] = ()  # (name, start, end) of PE sections
     note: str | None = None
+    offload: tuple[Region, ...] | None = None  # ELF .hip_fatbin sections; None: scan regions
 
 
 def sniff(head: bytes) -> Format | None:
@@ -56,6 +59,8 @@ def sniff(head: bytes) -> Format | None:
         return "fatbin"
     if head.startswith(AR_MAGIC):
         return "ar"
+    if head.startswith((OFFLOAD_MAGIC, b"CCOB")):
+        return "offload"
     return None
 
 
@@ -84,6 +89,8 @@ def layout(src: ByteSource, display: str) -> Layout:
         return Layout("fatbin", (Region("(raw fatbin)", 0, src.size, trusted=True),))
     if fmt == "ar":
         return Layout("ar", (whole,))
+    if fmt == "offload":
+        return Layout("offload", (), offload=(Region("(raw offload bundle)", 0, src.size, True),))
     raise BinaryFormatError(
         f"{display}: not an ELF or PE binary ({describe_head(head)})",
         tip="give a .so, .dll, .pyd, executable, wheel, directory or installed package name",
@@ -133,15 +140,17 @@ def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
         raise BinaryFormatError(f"{display}: malformed ELF (bad section name table index)")
     strtab_off, strtab_size = headers[shstrndx][4], headers[shstrndx][5]
     names = src.read_at(strtab_off, min(strtab_size, 1 << 24))
-    regions = []
+    regions: list[Region] = []
+    hip: list[Region] = []
     for h in headers:
         name = _cstr(names, h[0])
-        if name in FATBIN_SECTIONS and h[1] != SHT_NOBITS:
+        if name in (*FATBIN_SECTIONS, *HIP_SECTIONS) and h[1] != SHT_NOBITS:
             start, size = h[4], h[5]
             if start + size > src.size:
                 raise BinaryFormatError(f"{display}: truncated ELF ({name} ends past the file)")
-            regions.append(Region(name, start, start + size, trusted=True))
-    return Layout("elf", tuple(regions))
+            region = Region(name, start, start + size, trusted=True)
+            (hip if name in HIP_SECTIONS else regions).append(region)
+    return Layout("elf", tuple(regions), offload=tuple(hip))
 
 
 def _cstr(table: bytes, offset: int) -> str:

@@ -18,6 +18,7 @@ class ResolvedGpu:
     compute_capability: str  # "12.0"
     name: str | None = None  # when resolved from a GPU name
     source: str | None = None  # knowledge-base source key of that fact
+    gfx: str | None = None  # an AMD GPU: its LLVM target ("gfx1100"); compute_capability is ""
 
 
 def resolve_gpu(text: str) -> ResolvedGpu:
@@ -33,6 +34,9 @@ def resolve_gpu(text: str) -> ResolvedGpu:
     if knowledge is None:
         raise UsageError(f"--gpu {text!r}: not a compute capability", tip=_TIP)
     model = knowledge.find_gpu(text)
+    amd = knowledge.find_amd_gpu(text) if model is None else None
+    if amd is not None:
+        return ResolvedGpu(text, "", str(amd.name), amd.sources[0], gfx=str(amd.gfx))
     if model is None:
         suggestions = list(knowledge.suggest_gpus(text))
         hint = f"did you mean: {', '.join(suggestions)}? Or " if suggestions else ""

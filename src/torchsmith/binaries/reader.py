@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
 from torchsmith.binaries.archs import RunsOn, sort_key
-from torchsmith.binaries.fatbin import Scan, walk_region
+from torchsmith.binaries.fatbin import ByteSource, Scan, walk_region
 from torchsmith.binaries.formats import (
     BinaryFormatError,
     Layout,
+    Region,
     describe_head,
     layout,
     section_of,
     sniff,
 )
+from torchsmith.binaries.offload import OffloadScan, scan_offload
 from torchsmith.binaries.sources import MappedFile, StreamSource
 
 NO_FATBIN = "no CUDA fat binary found"
@@ -44,10 +46,18 @@ class BinaryReport:
     notes: tuple[str, ...] = ()
     error: str | None = None  # why it could not be read (inside a directory or wheel)
     runs_on: RunsOn | None = None  # filled in when a GPU is asked about
+    gfx_counts: dict[str, int] = field(default_factory=dict)  # AMD code objects: "gfx90a:xnack-"
+    offload_bundles: int = 0  # clang offload bundles (HIP fat binaries) read
+    offload_sections: tuple[str, ...] = ()
+
+    @property
+    def gfx(self) -> tuple[str, ...]:
+        """Distinct AMD targets without their features: ("gfx90a", "gfx1100")."""
+        return tuple(dict.fromkeys(t.split(":")[0] for t in self.gfx_counts))
 
     @property
     def has_gpu_code(self) -> bool:
-        return bool(self.sass or self.ptx or self.lto_counts)
+        return bool(self.sass or self.ptx or self.lto_counts or self.gfx_counts)
 
 
 def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
@@ -113,7 +123,7 @@ def read_binary(
             walk_region(
                 source, region.start, region.end, scan, trusted=region.trusted, progress=progress
             )
-        return summarize(
+        report = summarize(
             shown,
             fmt=found.format,
             size=source.size,
@@ -121,6 +131,40 @@ def read_binary(
             where=_where(found, scan),
             notes=_notes(found),
         )
+        offload_regions = found.offload if found.offload is not None else found.regions
+        if found.offload is None and found.format in ("pe", "ar"):
+            offload_regions = (Region("(whole file)", 0, source.size, trusted=False),)
+        return with_offload(report, source, offload_regions)
+
+
+def with_offload(
+    report: BinaryReport, source: ByteSource, regions: tuple[Region, ...]
+) -> BinaryReport:
+    """The report with the AMD code objects of the offload bundles in ``regions``."""
+    off = OffloadScan()
+    for region in regions:
+        scan_offload(source, region.start, region.end, off)
+    if not off.bundles and not off.compressed:
+        return report
+    counts = Counter(e.target for e in off.entries if e.gfx is not None and e.size > 0)
+    notes = [n for n in report.notes if not (n == NO_FATBIN and report.format == "offload")]
+    if report.format == "offload" or (not report.fatbin_found and counts):
+        notes = [n for n in notes if n != NO_FATBIN]
+    return replace(
+        report,
+        gfx_counts={k: counts[k] for k in sorted(counts, key=_gfx_key)},
+        offload_bundles=off.bundles,
+        offload_sections=tuple(dict.fromkeys(r.name for r in regions)),
+        notes=tuple(dict.fromkeys(notes + off.notes)),
+    )
+
+
+def _gfx_key(target: str) -> tuple[int, str]:
+    gfx = target.split(":", maxsplit=1)[0].removeprefix("gfx")
+    try:
+        return (int(gfx[:-1]) * 16 + int(gfx[-1], 16), target)
+    except ValueError:
+        return (1 << 30, target)
 
 
 def read_stream(

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
-from torchsmith.binaries.formats import BinaryFormatError, describe_head, sniff
-from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream
+from torchsmith.binaries.formats import BinaryFormatError, Region, describe_head, sniff
+from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream, with_offload
+from torchsmith.binaries.sources import StreamSource
 from torchsmith.errors import InputError
 from torchsmith.probe.model import ArchSet
 from torchsmith.util import cmd
@@ -70,6 +71,10 @@ PACKAGE_TIMEOUT_S = 60.0
 PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+# ROCm libraries in a wheel (libtorch_hip.so, libamdhip64.so, librocblas.so, libMIOpen.so, ...)
+ROCM_NAME = re.compile(r"(hip|roc|miopen|rccl|amd)[^/]*\.so", re.IGNORECASE)
+
+
 class ProgressCallback(Protocol):
     def __call__(self, done: int, total: int, current: str) -> None: ...
 
@@ -104,6 +109,7 @@ def inspect_target(
     compute_capability: str | None = None,
     gpu: str | None = None,
     progress: ProgressCallback | None = None,
+    gfx: str | None = None,
 ) -> InspectReport:
     """Read the GPU code in ``target``: a binary, a .whl, a directory, or an installed package.
 
@@ -141,7 +147,9 @@ def inspect_target(
     report = summarize_binaries(
         target, kind=kind, location=location, binaries=binaries, notes=notes, version=version
     )
-    if compute_capability is not None:
+    if gfx is not None:
+        report = with_runs_on_gfx(report, gfx, gpu=gpu)
+    elif compute_capability is not None:
         report = with_runs_on(report, compute_capability, gpu=gpu)
     return dataclasses.replace(report, seconds=round(time.monotonic() - started, 3))
 
@@ -197,6 +205,32 @@ def with_runs_on(
         gpu=gpu or compute_capability,
         compute_capability=total.compute_capability,
         runs_on=total,
+    )
+
+
+def gfx_runs_on(targets: Iterable[str], gfx: str) -> RunsOn:
+    """Whether AMD code objects run on one gfx target: only its own target's code does."""
+    have = list(dict.fromkeys(targets))
+    own = [t for t in have if t.split(":")[0] == gfx]
+    if own:
+        return RunsOn(True, f"native code object {own[0]}", "", gfx, "sass", own[0])
+    bases = ", ".join(dict.fromkeys(t.split(":")[0] for t in have)) or "no AMD code objects"
+    return RunsOn(False, f"no code object for {gfx} (has {bases})", "", gfx)
+
+
+def with_runs_on_gfx(report: InspectReport, gfx: str, *, gpu: str | None = None) -> InspectReport:
+    """The runs-on verdict for an AMD GPU, per binary with AMD code and in total."""
+    every = [t for b in report.binaries for t in b.gfx_counts]
+    binaries = tuple(
+        dataclasses.replace(b, runs_on=gfx_runs_on(b.gfx_counts, gfx)) if b.gfx_counts else b
+        for b in report.binaries
+    )
+    return dataclasses.replace(
+        report,
+        binaries=binaries,
+        gpu=gpu or gfx,
+        compute_capability=gfx,
+        runs_on=gfx_runs_on(every, gfx),
     )
 
 
@@ -358,7 +392,14 @@ def _read_wheel(
 
             try:
                 with archive.open(info) as stream:
-                    out.append(read_stream(shown, stream, info.file_size, progress=step))
+                    report = read_stream(shown, stream, info.file_size, progress=step)
+                if not report.fatbin_found and ROCM_NAME.search(shown):
+                    # ROCm libraries hold offload bundles: a second pass over the member
+                    with archive.open(info) as stream:
+                        source = StreamSource(stream, info.file_size)
+                        whole = Region("(scan)", 0, info.file_size, trusted=False)
+                        report = with_offload(report, source, (whole,))
+                out.append(report)
             except InputError as exc:
                 out.append(_unreadable(shown, info.file_size, exc.message))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:

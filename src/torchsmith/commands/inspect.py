@@ -52,6 +52,7 @@ def inspect_cmd(
             python=python,
             compute_capability=resolved.compute_capability if resolved else None,
             gpu=resolved.name if resolved and resolved.name else gpu,
+            gfx=resolved.gfx if resolved else None,
             progress=progress,
         )
 

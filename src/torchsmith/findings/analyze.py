@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-from torchsmith.findings import checks_toolchain, checks_torch
+from torchsmith.findings import checks_toolchain, checks_torch, checks_vendors
 from torchsmith.findings.common import Check, Context
 from torchsmith.knowledge.base import platform_key
 from torchsmith.probe.model import Finding, Probe
@@ -69,6 +69,9 @@ def check_gpus(probe: Probe, ctx: Context) -> Iterator[Finding]:
             if "apple" in vendors
             else "for AMD GPUs install a ROCm wheel (Linux) — see `torchsmith plan`"
             if "amd" in vendors
+            else "for Intel GPUs install the xpu wheel (torch 2.5+, Linux and Windows) — see "
+            "`torchsmith plan`"
+            if "intel" in vendors
             else "see `torchsmith plan` for the wheel that fits"
         )
         yield Finding(
@@ -218,4 +221,9 @@ CHECKS: tuple[Check, ...] = (
     checks_toolchain.check_toolkit_matches_torch,
     checks_toolchain.check_nvcc_path_vs_cuda_home,
     checks_toolchain.check_host_compiler,
+    checks_vendors.check_amd_access,
+    checks_vendors.check_amd_gfx,
+    checks_vendors.check_rocm_runtime_vs_wheel,
+    checks_vendors.check_intel_level_zero,
+    checks_vendors.check_mps,
 )

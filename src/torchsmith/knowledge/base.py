@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from typing import TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -12,16 +13,24 @@ from packaging.version import InvalidVersion, Version
 from torchsmith.knowledge import gpunames
 from torchsmith.knowledge.loader import Parsed
 from torchsmith.knowledge.model import (
+    AmdGpu,
     CudaToolkit,
     DriverFloor,
     GpuModel,
+    IntelGpu,
+    MpsRequirement,
+    RocmArchs,
     Source,
+    SourceBuildRange,
     TorchRelease,
     Wheel,
     WheelArchs,
+    XpuSupport,
     minor_of,
     variant_cuda,
 )
+
+T = TypeVar("T")
 
 ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "x86-64": "x86_64"}
 OS_ALIASES = {
@@ -68,6 +77,20 @@ class Knowledge:
         self.floors: tuple[DriverFloor, ...] = tuple(parsed.floors)
         self.releases: tuple[TorchRelease, ...] = tuple(parsed.releases)
         self.wheels: tuple[Wheel, ...] = tuple(parsed.wheels)
+        self.source_builds: tuple[SourceBuildRange, ...] = tuple(parsed.source_builds)
+        self.amd_gpus: tuple[AmdGpu, ...] = tuple(parsed.amd_gpus)
+        self.rocm_archs: tuple[RocmArchs, ...] = tuple(parsed.rocm_archs)
+        self.intel_gpus: tuple[IntelGpu, ...] = tuple(parsed.intel_gpus)
+        self.xpu: tuple[XpuSupport, ...] = tuple(parsed.xpu)
+        self.mps: MpsRequirement | None = parsed.mps
+        self._amd_index: dict[str, AmdGpu] = {}
+        for amd in self.amd_gpus:
+            for label in (amd.name, *amd.aliases):
+                self._amd_index.setdefault(_vendor_key(label), amd)
+        self._intel_index: dict[str, IntelGpu] = {}
+        for intel in self.intel_gpus:
+            for label in (intel.name, *intel.aliases):
+                self._intel_index.setdefault(_vendor_key(label), intel)
         self._gpu_index: dict[str, GpuModel] = {}
         for gpu in self.gpus:
             for label in (gpu.name, *gpu.aliases):
@@ -118,6 +141,38 @@ class Knowledge:
             return None
         key = f"{int(m.group(1))}.{int(m.group(2))}"
         return next((t for t in self.toolkits if t.version == key), None)
+
+    # -- AMD, Intel, Apple ---------------------------------------------------------------
+    def find_amd_gpu(self, name: str) -> AmdGpu | None:
+        """An AMD GPU by product name or alias, or by its gfx target ("gfx1100")."""
+        key = _vendor_key(name)
+        if not key:
+            return None
+        found = self._amd_index.get(key) or _bracketed(name, self._amd_index)
+        if found is not None:
+            return found
+        gfx = name.strip().lower()
+        return next((g for g in self.amd_gpus if g.gfx == gfx), None)
+
+    def find_intel_gpu(self, name: str) -> IntelGpu | None:
+        key = _vendor_key(name)
+        return (self._intel_index.get(key) or _bracketed(name, self._intel_index)) if key else None
+
+    def rocm_gfx(self, torch_version: str, variant: str) -> RocmArchs | None:
+        minor = minor_of(torch_version)
+        return next(
+            (r for r in self.rocm_archs if r.torch == minor and variant in r.variants), None
+        )
+
+    def xpu_support(self, torch_version: str, os: str) -> XpuSupport | None:
+        """The xpu entry that covers this torch on this OS, if any."""
+        v = _vkey(minor_of(torch_version))
+        return next((x for x in self.xpu if os in x.os and v >= _vkey(x.torch_min)), None)
+
+    def source_build_range(self, torch_version: str) -> SourceBuildRange | None:
+        """The CUDA toolkits a source build of this torch (any patch of its minor) accepts."""
+        minor = minor_of(torch_version)
+        return next((r for r in self.source_builds if r.torch == minor), None)
 
     def driver_floor(self, cuda_version: str, os: str) -> str | None:
         m = re.match(r"^\s*(\d+)", cuda_version)
@@ -218,6 +273,29 @@ class Knowledge:
         for release in self.releases:
             by_minor[release.minor] = release
         return sorted(by_minor.values(), key=lambda r: _vkey(r.version), reverse=True)
+
+
+_VENDOR_WORDS = {"amd", "ati", "radeon", "instinct", "intel", "r", "graphics", "gpu", "corporation"}
+
+
+def _bracketed(name: str, index: dict[str, T]) -> T | None:
+    """The PCI database's "Navi 31 [Radeon RX 7900 XT/7900 XTX]": try each bracketed name."""
+    m = re.search(r"\[([^\]]+)\]", name)
+    if not m:
+        return None
+    first, *others = m[1].split("/")
+    prefix = first.rsplit(" ", 1)[0] + " " if " " in first else ""
+    for alt in (first, *(prefix + o if " " not in o else o for o in others)):
+        found = index.get(_vendor_key(alt))
+        if found is not None:
+            return found
+    return None
+
+
+def _vendor_key(name: str) -> str:
+    """An AMD or Intel product name without its vendor and brand words: "rx 7900 xtx"."""
+    text = re.sub(r"\((?:r|tm)\)|[®™]", " ", name.lower())
+    return " ".join(t for t in gpunames.normalize(text).split() if t not in _VENDOR_WORDS)
 
 
 def parse_version(text: str) -> Version | None:

@@ -20,14 +20,20 @@ from torchsmith.knowledge.model import (
     GPU_KINDS,
     PLATFORMS,
     SOURCE_STATUSES,
+    AmdGpu,
     Companions,
     CudaToolkit,
     DriverFloor,
     GpuModel,
+    IntelGpu,
+    MpsRequirement,
+    RocmArchs,
     Source,
+    SourceBuildRange,
     TorchRelease,
     Wheel,
     WheelArchs,
+    XpuSupport,
     minor_of,
 )
 from torchsmith.util.toml import TOMLDecodeError, loads_toml
@@ -39,6 +45,7 @@ FILES = (
     "driver_compat.toml",
     "torch_releases.toml",
     "torch_wheels.toml",
+    "accelerators.toml",
 )
 
 _VERSION = re.compile(r"^\d+(\.\d+)+$")
@@ -62,6 +69,12 @@ class Parsed:
         self.floors: list[DriverFloor] = []
         self.releases: list[TorchRelease] = []
         self.wheels: list[Wheel] = []
+        self.source_builds: list[SourceBuildRange] = []
+        self.amd_gpus: list[AmdGpu] = []
+        self.rocm_archs: list[RocmArchs] = []
+        self.intel_gpus: list[IntelGpu] = []
+        self.xpu: list[XpuSupport] = []
+        self.mps: MpsRequirement | None = None
 
 
 def data_texts() -> dict[str, str]:
@@ -92,9 +105,24 @@ def parse(texts: Mapping[str, str]) -> Parsed:
     ctx = _Ctx(out.sources)
     out.gpus = ctx.each("gpus.toml", "gpu", docs["gpus.toml"], _gpu)
     out.toolkits = _toolkits(ctx, docs["cuda_toolkits.toml"])
+    out.source_builds = ctx.each(
+        "cuda_toolkits.toml", "source_build", docs["cuda_toolkits.toml"], _source_build
+    )
     out.floors = ctx.each("driver_compat.toml", "floor", docs["driver_compat.toml"], _floor)
     out.wheels = ctx.each("torch_wheels.toml", "wheel", docs["torch_wheels.toml"], _wheel)
     out.releases = _releases(ctx, docs["torch_releases.toml"], out.wheels)
+    acc = docs["accelerators.toml"]
+    out.amd_gpus = ctx.each("accelerators.toml", "amd_gpu", acc, _amd_gpu)
+    out.rocm_archs = ctx.each("accelerators.toml", "rocm_archs", acc, _rocm_archs)
+    out.intel_gpus = ctx.each("accelerators.toml", "intel_gpu", acc, _intel_gpu)
+    out.xpu = ctx.each("accelerators.toml", "xpu", acc, _xpu)
+    mps = acc.get("mps")
+    if isinstance(mps, dict):
+        out.mps = MpsRequirement(
+            macos_min=_str(mps, "macos_min", "accelerators.toml mps", _VERSION),
+            arch=_str(mps, "arch", "accelerators.toml mps"),
+            sources=ctx.refs(mps, "accelerators.toml mps"),
+        )
     _check_unique(out)
     return out
 
@@ -242,6 +270,69 @@ def _toolkits(ctx: _Ctx, doc: Mapping[str, Any]) -> list[CudaToolkit]:
             )
         )
     return sorted(out, key=lambda tk: _vkey(tk.version))
+
+
+_ANY = re.compile(r"^\S.*$")
+_GFX = re.compile(r"^gfx\d{1,2}[0-9a-f]{2}$")
+_OS = re.compile(r"^(linux|windows|macos)$")
+
+
+def _amd_gpu(ctx: _Ctx, t: Mapping[str, Any], where: str) -> AmdGpu:
+    consumer = t.get("consumer")
+    if not isinstance(consumer, bool):
+        raise KnowledgeError(f"{where}: consumer must be true or false")
+    return AmdGpu(
+        name=_str(t, "name", where),
+        gfx=_str(t, "gfx", where, _GFX),
+        consumer=consumer,
+        sources=ctx.refs(t, where),
+        aliases=_strs(t, "aliases", where, _ANY),
+    )
+
+
+def _rocm_archs(ctx: _Ctx, t: Mapping[str, Any], where: str) -> RocmArchs:
+    return RocmArchs(
+        torch=_str(t, "torch", where, _VERSION),
+        variants=_strs(t, "variants", where, _VARIANT),
+        gfx=_strs(t, "gfx", where, _GFX),
+        status=_status(t, where),  # type: ignore[arg-type]
+        sources=ctx.refs(t, where),
+        note=_opt_str(t, "note", where),
+    )
+
+
+def _intel_gpu(ctx: _Ctx, t: Mapping[str, Any], where: str) -> IntelGpu:
+    return IntelGpu(
+        name=_str(t, "name", where),
+        family=_str(t, "family", where),
+        os=_strs(t, "os", where, _OS),
+        sources=ctx.refs(t, where),
+        aliases=_strs(t, "aliases", where, _ANY),
+    )
+
+
+def _xpu(ctx: _Ctx, t: Mapping[str, Any], where: str) -> XpuSupport:
+    return XpuSupport(
+        torch_min=_str(t, "torch_min", where, _VERSION),
+        os=_strs(t, "os", where, _OS),
+        status=_status(t, where),  # type: ignore[arg-type]
+        sources=ctx.refs(t, where),
+    )
+
+
+def _source_build(ctx: _Ctx, t: Mapping[str, Any], where: str) -> SourceBuildRange:
+    lo = _str(t, "cuda_min", where, _VERSION)
+    hi = _str(t, "cuda_max", where, _VERSION)
+    if _vkey(lo) > _vkey(hi):
+        raise KnowledgeError(f"{where}: cuda_min {lo} is above cuda_max {hi}")
+    return SourceBuildRange(
+        torch=_str(t, "torch", where, _VERSION),
+        cuda_min=lo,
+        cuda_max=hi,
+        status=_status(t, where),  # type: ignore[arg-type]
+        sources=ctx.refs(t, where),
+        note=_opt_str(t, "note", where),
+    )
 
 
 def _floor(ctx: _Ctx, t: Mapping[str, Any], where: str) -> DriverFloor:

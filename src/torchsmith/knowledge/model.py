@@ -67,6 +67,18 @@ class CudaToolkit:
 
 
 @dataclass(frozen=True)
+class SourceBuildRange:
+    """The CUDA toolkits a source build of one torch minor accepts (CMake floor to newest CI)."""
+
+    torch: str  # minor: "2.15"
+    cuda_min: str  # "12.6": cmake/public/cuda.cmake's minimum, or the oldest CI toolkit
+    cuda_max: str  # "13.2": the newest toolkit the release's CI built with
+    status: FactStatus
+    sources: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class DriverFloor:
     cuda_major: int
     linux: str
@@ -146,3 +158,74 @@ def variant_cuda(variant: str) -> str | None:
 
 def index_url(variant: str) -> str:
     return f"https://download.pytorch.org/whl/{variant}"
+
+
+@dataclass(frozen=True)
+class AmdGpu:
+    name: str  # "AMD Radeon RX 7900 XTX"
+    gfx: str  # LLVM target: "gfx1100"
+    consumer: bool  # a Radeon board (ROCm lists few of them)
+    sources: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def hsa_version(self) -> str:
+        """The gfx target as HSA_OVERRIDE_GFX_VERSION writes it: gfx1100 -> 11.0.0."""
+        return gfx_to_hsa(self.gfx)
+
+
+@dataclass(frozen=True)
+class RocmArchs:
+    """The gfx targets (PYTORCH_ROCM_ARCH) of one torch minor's rocm wheels."""
+
+    torch: str
+    variants: tuple[str, ...]
+    gfx: tuple[str, ...]
+    status: FactStatus
+    sources: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class IntelGpu:
+    name: str
+    family: str
+    os: tuple[str, ...]  # where the xpu wheels support it
+    sources: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class XpuSupport:
+    torch_min: str  # "2.5"
+    os: tuple[str, ...]
+    status: FactStatus
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MpsRequirement:
+    macos_min: str  # "12.3"
+    arch: str  # "aarch64"
+    sources: tuple[str, ...]
+
+
+def gfx_to_hsa(gfx: str) -> str:
+    """gfx1100 -> 11.0.0, gfx90a -> 9.0.10, gfx1030 -> 10.3.0 (major, minor, stepping in hex)."""
+    digits = gfx.removeprefix("gfx")
+    major, minor, step = digits[:-2], digits[-2], digits[-1]
+    return f"{int(major)}.{int(minor, 16)}.{int(step, 16)}"
+
+
+def hsa_to_gfx(version: int | str) -> str | None:
+    """KFD's gfx_target_version (110000, 90010) or "11.0.0" -> gfx1100 / gfx90a."""
+    if isinstance(version, str):
+        parts = version.split(".")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            return None
+        major, minor, step = (int(p) for p in parts)
+    else:
+        major, minor, step = version // 10000, (version // 100) % 100, version % 100
+    if major <= 0 or minor > 15 or step > 15:
+        return None
+    return f"gfx{major}{minor:x}{step:x}"

@@ -49,7 +49,7 @@ def _driver(
     if not too_old or machine.driver is None:
         return []
     newest = too_old[0]
-    floor = newest.reason.split(">= ", 1)[1].split(" ", 1)[0]
+    floor = kb.variant_min_driver(newest.variant or "", machine.os) or "?"
     runs = (
         f"; until then torch {rec.torch}+{rec.variant} is the newest that runs on it"
         if rec.kind == "wheel"

@@ -42,7 +42,7 @@ class WhatIf:
 
 def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFacts:
     notes: list[str] = []
-    gpus = tuple(_target(g.name, g.vendor, g.compute_capability, kb) for g in probe.gpus)
+    gpus = tuple(_target(g.name, g.vendor, g.compute_capability, kb, g.gfx) for g in probe.gpus)
     driver = probe.driver.version if probe.driver is not None else None
     if probe.driver is not None and probe.driver.error and any(g.vendor == "nvidia" for g in gpus):
         notes.append(f"driver not read: {probe.driver.error}")
@@ -109,12 +109,17 @@ def resolve_gpus(
         if name.strip().lower() in ("none", "no", "cpu"):
             continue
         gpu = kb.find_gpu(name)
+        other = _other_vendor(name, None, kb) if gpu is None else None
+        if other is not None:
+            out.append(other)
+            continue
         if gpu is None:
             close = kb.suggest_gpus(name)
             hint = f"; close matches: {', '.join(close)}" if close else ""
             raise UsageError(
                 f"--gpu {name!r}: unknown GPU{hint}",
-                tip="use the name nvidia-smi prints, or give the compute capability with --cc X.Y",
+                tip="use the name nvidia-smi, amd-smi or sycl-ls prints, an AMD gfx target "
+                "(gfx1100), or give an NVIDIA compute capability with --cc X.Y",
             )
         out.append(
             GpuTarget(
@@ -171,7 +176,60 @@ def python_tag(version: str, free_threaded: bool) -> str | None:
     return f"3.{int(m.group(1))}" + ("t" if free_threaded else "")
 
 
-def _target(name: str, vendor: str, cc: str | None, kb: Knowledge) -> GpuTarget:
+def _with_sycl_names(
+    gpus: tuple[GpuTarget, ...], probe: Probe, kb: Knowledge
+) -> tuple[GpuTarget, ...]:
+    """Intel GPUs by the names SYCL prints ("Intel(R) Arc(TM) A770 Graphics"), which the
+    knowledge base knows, rather than the PCI database's chip names ("DG2 [Arc A770]")."""
+    if probe.xpu is None:
+        return gpus
+    named = [
+        t
+        for d in probe.xpu.devices
+        if d.device_type == "gpu"
+        and (t := _other_vendor(d.name, None, kb)) is not None
+        and t.vendor == "intel"
+    ]
+    named = list({t.name: t for t in named}.values())
+    if not named:
+        return gpus
+    unknown_intel = [g for g in gpus if g.vendor == "intel" and kb.find_intel_gpu(g.name) is None]
+    rest = [g for g in gpus if g not in unknown_intel and g.name not in {t.name for t in named}]
+    return tuple(rest + named)
+
+
+def _other_vendor(name: str, gfx: str | None, kb: Knowledge) -> GpuTarget | None:
+    """An AMD GPU (by name or gfx target) or an Intel GPU the knowledge base knows."""
+    amd = kb.find_amd_gpu(gfx) if gfx else None
+    amd = amd or kb.find_amd_gpu(name)
+    if amd is not None or (gfx and gfx.startswith("gfx")):
+        return GpuTarget(
+            name=name,
+            compute_capability=None,
+            vendor="amd",
+            architecture=gfx or (amd.gfx if amd else None),
+            kind="consumer" if amd is None or amd.consumer else "datacenter",
+            source=amd.sources[0] if amd else None,
+        )
+    intel = kb.find_intel_gpu(name)
+    if intel is not None:
+        return GpuTarget(
+            name=name,
+            compute_capability=None,
+            vendor="intel",
+            architecture=intel.family,
+            source=intel.sources[0],
+        )
+    return None
+
+
+def _target(
+    name: str, vendor: str, cc: str | None, kb: Knowledge, gfx: str | None = None
+) -> GpuTarget:
+    if vendor in ("amd", "intel"):
+        known = _other_vendor(name, gfx, kb)
+        if known is not None:
+            return known
     if vendor != "nvidia":
         return GpuTarget(name=name, compute_capability=None, vendor=vendor)  # type: ignore[arg-type]
     model = kb.find_gpu(name)

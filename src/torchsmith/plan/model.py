@@ -31,6 +31,11 @@ class GpuTarget:
         return None if cc is None else "sm_" + cc.replace(".", "")
 
     @property
+    def gfx(self) -> str | None:
+        """An AMD GPU's LLVM target ("gfx1100"); None for other vendors or when unknown."""
+        return self.architecture if self.vendor == "amd" else None
+
+    @property
     def jetson(self) -> bool:
         """A Jetson GPU that runs JetPack's CUDA (Thor is SBSA: it runs server wheels)."""
         return self.kind == "embedded" and self.compute_capability in ("5.3", "6.2", "7.2", "8.7")
@@ -96,6 +101,7 @@ class SourceBuild:
     msc_ver_min: int
     msc_ver_max: int
     sources: tuple[str, ...] = ()
+    accepts: str | None = None  # "12.6-13.2": the toolkits the release's source build accepts
 
 
 @dataclass(frozen=True)

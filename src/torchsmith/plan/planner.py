@@ -23,7 +23,7 @@ from torchsmith.knowledge.compat import (
     parse_cc,
     torch_cuda_arch_list,
 )
-from torchsmith.knowledge.model import index_url, variant_cuda
+from torchsmith.knowledge.model import gfx_to_hsa, index_url, variant_cuda
 from torchsmith.plan import findings as plan_findings
 from torchsmith.plan.commands import source_commands, wheel_commands
 from torchsmith.plan.model import (
@@ -180,6 +180,22 @@ def _evaluate(
             )
             continue
         if machine.python is not None and machine.python not in tags:
+            # A wheel for another Python helps only if the release has one for this GPU:
+            # when none serves it, the GPU (or driver) is the fact to act on.
+            gpu_problems: list[Rejection] = []
+            if nvidia and machine.os != "macos":
+                served = _cuda_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    nvidia=nvidia,
+                    rejected=gpu_problems,
+                )
+                certain = {"arch-not-compiled", "driver-too-old"}
+                if not served and gpu_problems and {r.category for r in gpu_problems} <= certain:
+                    rejected.extend(gpu_problems)
+                    continue
             rejected.append(
                 Rejection(
                     release.version,
@@ -200,7 +216,33 @@ def _evaluate(
                     variant="cpu",
                     index=None,
                     machine=machine,
-                    reasons=["macOS wheels run on the CPU and the Apple GPU (MPS)"],
+                    reasons=[_mps_sentence(kb, machine)],
+                )
+            )
+            continue
+        amd = tuple(g for g in machine.gpus if g.vendor == "amd")
+        intel = tuple(g for g in machine.gpus if g.vendor == "intel")
+        if not nvidia and amd:
+            viable.extend(
+                _rocm_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    amd=amd,
+                    rejected=rejected,
+                )
+            )
+            continue
+        if not nvidia and intel:
+            viable.extend(
+                _xpu_choices(
+                    machine=machine,
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    intel=intel,
+                    rejected=rejected,
                 )
             )
             continue
@@ -267,6 +309,215 @@ def _cuda_choices(
     return out
 
 
+def _mps_sentence(kb: Knowledge, machine: MachineFacts) -> str:
+    mps = kb.mps
+    need = f"macOS {mps.macos_min} or newer" if mps else "a recent macOS"
+    if machine.arch == "aarch64":
+        return (
+            "macOS arm64 wheels run on the CPU and on the Apple GPU through MPS, "
+            f"which needs {need}"
+        )
+    return (
+        "macOS x86_64 wheels run on the CPU only here: the MPS backend these wheels are "
+        f"tested with needs Apple silicon (arm64) and {need}"
+    )
+
+
+def _rocm_choices(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    amd: tuple[GpuTarget, ...],
+    rejected: list[Rejection],
+) -> list[Recommendation]:
+    """The rocmX.Y variants of one release that carry code for every AMD GPU, newest first."""
+    wheels = [
+        w
+        for w in kb.wheels_for(release.version, machine.os, machine.arch)
+        if w.variant.startswith("rocm")
+    ]
+    if not wheels:
+        why = (
+            "the knowledge base lists none for this release"
+            if platform_of(machine) == "linux-x86_64"
+            else "PyTorch builds them for Linux x86_64 only"
+        )
+        rejected.append(
+            Rejection(
+                release.version,
+                None,
+                "other",
+                f"torch {release.version} has no ROCm wheels for {platform_of(machine)}, "
+                f"because {why}",
+                release.sources,
+            )
+        )
+        return []
+    unknown = [g for g in amd if g.gfx is None]
+    if unknown and wheels:
+        rejected.append(
+            Rejection(
+                release.version,
+                None,
+                "other",
+                f"the gfx target of the {unknown[0].name} is unknown, so no ROCm wheel of torch "
+                f"{release.version} can be checked against it",
+                release.sources,
+            )
+        )
+        return []
+    wheels.sort(key=lambda w: _rocm_key(w.variant), reverse=True)
+    direct: list[Recommendation] = []
+    override: list[Recommendation] = []
+    for wheel in wheels:
+        archs = kb.rocm_gfx(release.version, wheel.variant)
+        if archs is None:
+            rejected.append(
+                Rejection(
+                    release.version,
+                    wheel.variant,
+                    "other",
+                    f"{wheel.variant} wheels of torch {wheel.torch} exist, "
+                    "but their gfx targets are not established",
+                    wheel.sources,
+                )
+            )
+            continue
+        missing = [g for g in amd if g.gfx not in archs.gfx]
+        stand_ins = {g.name: _gfx_stand_in(g.gfx, archs.gfx) for g in missing}
+        if missing and not all(stand_ins.values()):
+            gpu = next(g for g in missing if not stand_ins[g.name])
+            rejected.append(
+                Rejection(
+                    release.version,
+                    wheel.variant,
+                    "arch-not-compiled",
+                    f"{wheel.variant} wheels of torch {wheel.torch} are built for "
+                    f"{_gfx_span(archs.gfx)}, and the {gpu.name} is "
+                    f"{gpu.gfx or 'of an unknown gfx target'}",
+                    archs.sources,
+                )
+            )
+            continue
+        reasons = (
+            [
+                f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
+                + ", ".join(f"{g.gfx} (the {g.name})" for g in amd if g not in missing)
+            ]
+            if len(missing) < len(amd)
+            else []
+        )
+        for gpu in missing:
+            stand_in = stand_ins[gpu.name]
+            assert stand_in is not None
+            reasons.append(
+                f"{wheel.variant} wheels of torch {wheel.torch} have no {gpu.gfx} code for the "
+                f"{gpu.name}, but its {stand_in} code runs on it with "
+                f"HSA_OVERRIDE_GFX_VERSION={gfx_to_hsa(stand_in)} (AMD does not support this)"
+            )
+        reasons.append(f"ROCm wheels come from {wheel.index_url}, not from PyPI")
+        choice = _wheel_choice(
+            kb=kb,
+            options=options,
+            release=release,
+            variant=wheel.variant,
+            index=wheel.index_url,
+            machine=machine,
+            reasons=reasons,
+        )
+        (override if missing else direct).append(choice)
+    return direct + override
+
+
+def _rocm_key(variant: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in variant.removeprefix("rocm").split("."))
+
+
+def _gfx_span(gfx: tuple[str, ...]) -> str:
+    return ", ".join(gfx[:-1]) + f" and {gfx[-1]}" if len(gfx) > 1 else gfx[0]
+
+
+def _gfx_stand_in(gfx: str | None, built: tuple[str, ...]) -> str | None:
+    """A built target of the same family a consumer GPU can pose as (gfx1031 → gfx1030).
+
+    HSA_OVERRIDE_GFX_VERSION makes the ROCm runtime load another target's code objects; the
+    common working case is an RDNA board posing as the first chip of its generation.
+    """
+    if gfx is None or (not gfx.startswith("gfx10") and not gfx.startswith("gfx11")):
+        return None
+    family = gfx[:-1]
+    candidates = [g for g in built if g.startswith(family) and g != gfx]
+    return min(candidates) if candidates else None
+
+
+def _xpu_choices(
+    *,
+    machine: MachineFacts,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    intel: tuple[GpuTarget, ...],
+    rejected: list[Rejection],
+) -> list[Recommendation]:
+    support = kb.xpu_support(release.version, machine.os)
+    if support is None or machine.arch != "x86_64":
+        first = min((x.torch_min for x in kb.xpu), default=None)
+        why = (
+            f"xpu wheels start with torch {first}"
+            if first and machine.os in {o for x in kb.xpu for o in x.os}
+            else "xpu wheels exist for Linux and Windows on x86_64 only"
+        )
+        rejected.append(
+            Rejection(
+                release.version,
+                "xpu",
+                "other",
+                f"torch {release.version} has no xpu wheels for {platform_of(machine)}, "
+                f"because {why}",
+                tuple(s for x in kb.xpu for s in x.sources),
+            )
+        )
+        return []
+    unsupported = []
+    for gpu in intel:
+        model = kb.find_intel_gpu(gpu.name)
+        if model is not None and machine.os not in model.os:
+            unsupported.append((gpu, model))
+    if unsupported:
+        gpu, model = unsupported[0]
+        rejected.append(
+            Rejection(
+                release.version,
+                "xpu",
+                "other",
+                f"xpu wheels of torch {release.version} support the {model.family} "
+                f"on {' and '.join(model.os)} only, not on {machine.os}",
+                model.sources,
+            )
+        )
+        return []
+    reasons = [
+        f"xpu wheels of torch {release.minor} support "
+        + ", ".join(f"the {g.name}, an {g.architecture} GPU," for g in intel)
+        + f" on {machine.os}",
+        f"xpu wheels come from {index_url('xpu')}, and they need Intel's GPU driver "
+        "(on Linux, the intel-level-zero and compute runtime packages)",
+    ]
+    return [
+        _wheel_choice(
+            kb=kb,
+            options=options,
+            release=release,
+            variant="xpu",
+            index=index_url("xpu"),
+            machine=machine,
+            reasons=reasons,
+        )
+    ]
+
+
 def _driver_native(machine: MachineFacts, kb: Knowledge, wheel: Wheel) -> bool:
     """Whether the driver is at least the minimum of the wheel's own CUDA toolkit release.
 
@@ -289,13 +540,19 @@ def _wheel_problem(
 ) -> Rejection | None:
     v = release.version
     if wheel.archs is None:
-        return Rejection(
-            v,
-            wheel.variant,
-            "other",
-            f"{wheel.variant} wheels of torch {wheel.torch} exist, "
-            "but their GPU archs are not established",
-            wheel.sources,
+        # The exact arch list is unknown: still decide by what is certain, the check a user
+        # can act on first (another variant for the GPU, then a driver update).
+        return (
+            _toolkit_cannot_target(v, kb, wheel, nvidia)
+            or _driver_below_floor(v, machine, kb, wheel)
+            or Rejection(
+                v,
+                wheel.variant,
+                "other",
+                f"{wheel.variant} wheels of torch {wheel.torch} exist, "
+                "but their GPU archs are not established",
+                wheel.sources,
+            )
         )
     for gpu in nvidia:
         assert gpu.compute_capability is not None
@@ -305,22 +562,58 @@ def _wheel_problem(
                 wheel.variant,
                 "arch-not-compiled",
                 f"{wheel.variant} wheels of torch {wheel.torch} carry "
-                f"{describe_archs(wheel.archs.sass, wheel.archs.ptx)}; the {gpu.name} is {gpu.sm}",
+                f"{describe_archs(wheel.archs.sass, wheel.archs.ptx)}, "
+                f"and the {gpu.name} is {gpu.sm}",
                 wheel.sources,
             )
+    return _driver_below_floor(v, machine, kb, wheel)
+
+
+def _toolkit_cannot_target(
+    torch: str, kb: Knowledge, wheel: Wheel, nvidia: tuple[GpuTarget, ...]
+) -> Rejection | None:
+    """A wheel built with a toolkit whose nvcc cannot emit SASS or PTX the GPU runs.
+
+    Whatever its arch list, such a wheel holds no code for the GPU: SASS runs on the same major
+    with a lower or equal minor, PTX on any equal or newer GPU, and the toolkit emits neither
+    below its lowest target.
+    """
+    toolkit = kb.toolkit(wheel.cuda) if wheel.cuda else None
+    if toolkit is None:
+        return None
+    sass = tuple(t for t in toolkit.sm_targets if t[-1].isdigit())
+    ptx = tuple("compute_" + t.removeprefix("sm_") for t in sass)
+    for gpu in nvidia:
+        assert gpu.compute_capability is not None
+        if not coverage(sass, ptx, gpu.compute_capability).ok:
+            return Rejection(
+                torch,
+                wheel.variant,
+                "arch-not-compiled",
+                f"{wheel.variant} wheels of torch {wheel.torch} are built with CUDA "
+                f"{wheel.cuda}, whose compiler cannot emit code below {sass[0]}, "
+                f"so they hold no code for the {gpu.name} ({gpu.sm})",
+                (*wheel.sources, *toolkit.sources),
+            )
+    return None
+
+
+def _driver_below_floor(
+    torch: str, machine: MachineFacts, kb: Knowledge, wheel: Wheel
+) -> Rejection | None:
     floor = kb.variant_min_driver(wheel.variant, machine.os)
     driver = machine.driver
-    if driver is not None and floor is not None and not driver_at_least(driver, floor):
-        cuda = variant_cuda(wheel.variant) or "?"
-        return Rejection(
-            v,
-            wheel.variant,
-            "driver-too-old",
-            f"{wheel.variant} needs driver >= {floor} (CUDA {cuda.split('.')[0]}.x); "
-            f"this machine has {machine.driver}",
-            kb.floors_sources(cuda),
-        )
-    return None
+    if driver is None or floor is None or driver_at_least(driver, floor):
+        return None
+    cuda = variant_cuda(wheel.variant) or "?"
+    return Rejection(
+        torch,
+        wheel.variant,
+        "driver-too-old",
+        f"{wheel.variant} wheels need driver {floor} or newer (the CUDA {cuda.split('.')[0]}.x "
+        f"floor), and this machine has {driver}",
+        kb.floors_sources(cuda),
+    )
 
 
 def _serves_sentence(wheel: Wheel, nvidia: tuple[GpuTarget, ...]) -> str:
@@ -375,7 +668,7 @@ def _wheel_choice(
     companions = kb.companions(release.version)
     floor = kb.variant_min_driver(variant, machine.os)
     return Recommendation(
-        kind="wheel" if variant_cuda(variant) else "cpu",
+        kind="cpu" if variant == "cpu" else "wheel",
         torch=release.version,
         variant=variant,
         index_url=index,
@@ -429,6 +722,9 @@ def _why_nothing(
     options: PlanOptions,
 ) -> str:
     cats = {r.category for r in rejected}
+    others = [g for g in machine.gpus if g.vendor in ("amd", "intel")]
+    if not nvidia and others and cats != {"python-unsupported"}:
+        return _why_no_rocm_or_xpu(machine, rejected, others, options)
     if cats == {"python-unsupported"}:
         return (
             f"no torch release{_within(options)} has wheels for Python {machine.python} "
@@ -444,6 +740,33 @@ def _why_nothing(
             "that carries code for this GPU"
         )
     return f"no torch wheel{_within(options)} fits this machine"
+
+
+def _why_no_rocm_or_xpu(
+    machine: MachineFacts,
+    rejected: list[Rejection],
+    gpus: list[GpuTarget],
+    options: PlanOptions,
+) -> str:
+    names = ", ".join(f"the {g.name}" + (f" ({g.gfx})" if g.gfx else "") for g in gpus)
+    linux = machine.os == "linux" and machine.arch == "x86_64"
+    if gpus[0].vendor == "amd" and linux and any(g.gfx is None for g in gpus):
+        return (
+            f"the gfx target of {names} is unknown, so no ROCm wheel can be checked against it; "
+            "install ROCm so `rocminfo` can name it, or give it with --gpu gfxNNNN"
+        )
+    if gpus[0].vendor == "amd" and not linux:
+        return (
+            f"PyTorch publishes ROCm wheels for Linux x86_64 only, so no torch wheel"
+            f"{_within(options)} can use {names} on {platform_of(machine)}; use Linux "
+            "(natively or, for supported Radeon boards, under WSL 2 with AMD's ROCm for WSL) "
+            "or the CPU wheel"
+        )
+    if gpus[0].vendor == "amd" and any(r.category == "arch-not-compiled" for r in rejected):
+        return f"no ROCm wheel of torch{_within(options)} is built for {names}"
+    if gpus[0].vendor == "intel":
+        return f"no xpu wheel of torch{_within(options)} supports {names} on {machine.os}"
+    return f"no torch wheel{_within(options)} serves {names}"
 
 
 def _within(options: PlanOptions) -> str:
@@ -466,20 +789,60 @@ def _no_source_reason(
     releases: list[TorchRelease],
     nvidia: tuple[GpuTarget, ...],
 ) -> tuple[str, ...]:
+    """Why no source build is offered either, as one sentence (empty when nothing is known)."""
     sms = {g.sm for g in nvidia if g.sm}
-    first = next((t.version for t in kb.toolkits if sms <= set(t.sm_targets)), None)
-    cudas = sorted(
-        {w.cuda for r in releases for w in kb.wheels if w.torch == r.minor and w.cuda},
-        key=parse_cc,
-    )
-    if not cudas:
+    targets = ", ".join(sorted(sms))
+    accepted = [
+        t
+        for r in releases
+        if (span := _source_span(kb, r)) is not None
+        for t in kb.toolkits
+        if span[0] <= parse_cc(t.version) <= span[1]
+    ]
+    if not accepted:
         return ()
-    span = f"{cudas[0]}–{cudas[-1]}" if cudas[0] != cudas[-1] else cudas[0]
-    first_text = f"the first toolkit that can is CUDA {first}" if first else "no known toolkit can"
-    return (
-        f"a source build does not help: these torch releases were built with CUDA {span}, "
-        f"and {first_text} compile for {', '.join(sorted(sms))}",
-    )
+    versions = sorted({t.version for t in accepted}, key=parse_cc)
+    span_text = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+    able = [t for t in accepted if sms <= set(t.sm_targets)]
+    if not able:
+        capable = [t.version for t in kb.toolkits if sms <= set(t.sm_targets)]
+        if not capable:
+            tail = f"; no CUDA toolkit the knowledge base knows can compile for {targets}"
+        elif parse_cc(capable[0]) > parse_cc(versions[-1]):
+            tail = (
+                f"; CUDA {capable[0]} is the first toolkit that can compile for {targets}, "
+                "and only newer torch releases accept it"
+            )
+        else:
+            tail = (
+                f"; CUDA {capable[-1]} is the newest toolkit that can compile for {targets}, "
+                "and only older torch releases accept it"
+            )
+        return (
+            f"a source build does not help either: these torch releases accept CUDA "
+            f"{span_text}, and none of those toolkits can compile for {targets}{tail}",
+        )
+    runnable = [t for t in able if _driver_runs(machine, kb, t.version)]
+    if not runnable:
+        return (
+            f"a source build does not help either: the toolkits these torch releases accept "
+            f"that can compile for {targets} need a newer driver than {machine.driver}",
+        )
+    return ()
+
+
+def _source_span(
+    kb: Knowledge, release: TorchRelease
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The CUDA toolkits a source build of the release accepts: the knowledge base's range,
+    else the CUDA versions its wheels were built with."""
+    known = kb.source_build_range(release.version)
+    if known is not None:
+        return (parse_cc(known.cuda_min), parse_cc(known.cuda_max))
+    cudas = sorted({w.cuda for w in kb.wheels if w.torch == release.minor and w.cuda}, key=parse_cc)
+    if not cudas:
+        return None
+    return (parse_cc(cudas[0]), parse_cc(cudas[-1]))
 
 
 def _per_gpu(
@@ -523,13 +886,10 @@ def plan_source_build(
             machine.python.rstrip("t") + ".0"
         ):
             continue
-        cudas = sorted(
-            {w.cuda for w in kb.wheels if w.torch == release.minor and w.cuda},
-            key=parse_cc,
-        )
-        if not cudas:
+        span = _source_span(kb, release)
+        if span is None:
             continue
-        lo, hi = parse_cc(cudas[0]), parse_cc(cudas[-1])
+        lo, hi = span
         fits = [
             t
             for t in kb.toolkits
@@ -554,9 +914,15 @@ def plan_source_build(
             clang_max_major=chosen.max_clang_major,
             msc_ver_min=chosen.msc_ver_min,
             msc_ver_max=chosen.msc_ver_max,
-            sources=chosen.sources,
+            sources=tuple(dict.fromkeys((*_range_sources(kb, release), *chosen.sources))),
+            accepts=f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
         )
     return None
+
+
+def _range_sources(kb: Knowledge, release: TorchRelease) -> tuple[str, ...]:
+    known = kb.source_build_range(release.version)
+    return known.sources if known is not None else ()
 
 
 def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
@@ -567,10 +933,16 @@ def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
 def _source_recommendation(
     build: SourceBuild, machine: MachineFacts, options: PlanOptions
 ) -> Recommendation:
+    span = (
+        build.toolkit_min
+        if build.toolkit_min == build.toolkit_max
+        else f"{build.toolkit_min}–{build.toolkit_max}"
+    )
+    accepts = f"its source accepts CUDA {build.accepts}, and of those " if build.accepts else ""
     reasons = [
-        f"build torch {build.torch} with CUDA {build.toolkit} "
-        f"(toolkits {build.toolkit_min}–{build.toolkit_max} can target "
-        f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list})",
+        f"build torch {build.torch} from source with CUDA {build.toolkit} and "
+        f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list}: {accepts}CUDA {span} "
+        "can compile for these GPUs",
         f"host compiler: gcc <= {build.gcc_max_major}, clang <= {build.clang_max_major}, "
         f"MSVC _MSC_VER {build.msc_ver_min}–{build.msc_ver_max}",
     ]

@@ -20,6 +20,9 @@ from torchsmith import __version__, platforms
 from torchsmith.probe import gpus as gpu_probe
 from torchsmith.probe import host as host_probe
 from torchsmith.probe import python_env, toolkits, tools
+from torchsmith.probe import rocm as rocm_probe
+from torchsmith.probe import xpu as xpu_probe
+from torchsmith.probe.machine_reader import LiveMachine
 from torchsmith.probe.model import (
     CudaToolkitInfo,
     DriverInfo,
@@ -27,7 +30,9 @@ from torchsmith.probe.model import (
     Probe,
     ProbeMeta,
     PythonInfo,
+    RocmInfo,
     TorchInfo,
+    XpuInfo,
 )
 
 log = logging.getLogger(__name__)
@@ -51,10 +56,15 @@ def collect_probe(python: str | None = None, *, disk_path: Path | None = None) -
         f_compilers = _submit(pool, seconds, "compilers", tools.probe_compilers)
         f_build = _submit(pool, seconds, "build_tools", tools.probe_build_tools)
         f_toolkits = _submit(pool, seconds, "cuda_toolkits", _toolkits_after, f_python)
+        f_rocm = _submit(pool, seconds, "rocm", _rocm)
+        f_xpu = _submit(pool, seconds, "xpu", _xpu)
         python_info, torch_info = _result(f_python, _python_failed(target))
+        rocm_info = _result(f_rocm, None)
         probe = Probe(
             host=_result(f_host, _host_failed()),
-            gpus=_result(f_gpus, ((), None))[0],
+            gpus=rocm_probe.attach_gfx(_result(f_gpus, ((), None))[0], rocm_info),
+            rocm=rocm_info,
+            xpu=_result(f_xpu, None),
             driver=_result(f_gpus, ((), _driver_failed()))[1],
             cuda_toolkits=_result(f_toolkits, ()),
             compilers=_result(f_compilers, ()),
@@ -108,6 +118,18 @@ def _result(future: Future[T], fallback: T) -> T:
     except Exception:
         log.exception("probe section failed")
         return fallback
+
+
+def _rocm() -> RocmInfo | None:
+    if platforms.current_os() != "linux":
+        return None
+    return rocm_probe.probe_rocm(LiveMachine())
+
+
+def _xpu() -> XpuInfo | None:
+    if platforms.current_os() == "macos":
+        return None
+    return xpu_probe.probe_xpu(LiveMachine())
 
 
 def _host_failed() -> HostInfo:

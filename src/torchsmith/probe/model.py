@@ -59,6 +59,7 @@ class GpuInfo:
     pci_bus_id: str | None = None
     mig_mode: str | None = None  # "Enabled" / "Disabled" / None (not supported)
     source: str = "nvml"  # nvml, nvidia-smi-xml, nvidia-smi-csv, lspci, sysfs, system_profiler, ...
+    gfx: str | None = None  # AMD: the LLVM target the ROCm runtime reports ("gfx1100")
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,44 @@ class ProbeMeta:
 
 
 @dataclass(frozen=True)
+class RocmDevice:
+    """One AMD GPU as the ROCm stack sees it (KFD topology or rocminfo)."""
+
+    gfx: str  # "gfx1100"
+    pci_bus_id: str | None = None  # "0000:03:00.0" when the source gives it
+    name: str | None = None  # rocminfo's Marketing Name
+
+
+@dataclass(frozen=True)
+class RocmInfo:
+    """The ROCm side of an AMD machine (Linux): what the runtime sees and who may use it."""
+
+    devices: tuple[RocmDevice, ...] = ()
+    source: str = "kfd-topology"  # kfd-topology, rocminfo
+    runtime_version: str | None = None  # /opt/rocm/.info/version: "6.4.1-120"
+    kfd_present: bool = False  # /dev/kfd exists
+    user_groups: tuple[str, ...] | None = None  # the probing user's groups; None: unknown
+    hsa_override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in the environment
+
+
+@dataclass(frozen=True)
+class SyclDevice:
+    """One line of ``sycl-ls``: which runtime (level_zero, opencl) sees which device."""
+
+    backend: str  # "level_zero" (also "ext_oneapi_level_zero"), "opencl", ...
+    device_type: str  # "gpu", "cpu", "acc", "fpga"
+    name: str  # "Intel(R) Arc(TM) A770 Graphics"
+
+
+@dataclass(frozen=True)
+class XpuInfo:
+    """What Intel's SYCL runtime sees (``sycl-ls``); the xpu wheels use its Level Zero GPUs."""
+
+    devices: tuple[SyclDevice, ...] = ()
+    source: str = "sycl-ls"
+
+
+@dataclass(frozen=True)
 class Probe:
     host: HostInfo
     gpus: tuple[GpuInfo, ...] = ()
@@ -154,3 +193,5 @@ class Probe:
     torch: TorchInfo | None = None
     findings: tuple[Finding, ...] = ()
     meta: ProbeMeta = field(default_factory=ProbeMeta)
+    rocm: RocmInfo | None = None
+    xpu: XpuInfo | None = None

@@ -74,6 +74,8 @@ def _gpu_rows(probe: Probe) -> list[tuple[str, str | Text]]:
         bits = [gpu.name]
         if gpu.compute_capability:
             bits.append(f"cc {gpu.compute_capability}")
+        if gpu.gfx:
+            bits.append(gpu.gfx)
         if gpu.memory_total_bytes:
             bits.append(f"{gpu.memory_total_bytes / GIB:.0f} GiB")
         if gpu.mig_mode and gpu.mig_mode.lower() == "enabled":
@@ -81,6 +83,17 @@ def _gpu_rows(probe: Probe) -> list[tuple[str, str | Text]]:
         if gpu.pci_bus_id:
             bits.append(gpu.pci_bus_id)
         rows.append((f"gpu {gpu.index}", " · ".join(bits)))
+    if probe.rocm is not None:
+        rocm = probe.rocm
+        bits = [f"ROCm {rocm.runtime_version}" if rocm.runtime_version else "ROCm runtime ?"]
+        bits.append(", ".join(d.gfx for d in rocm.devices) or "no gfx agent")
+        bits.append("/dev/kfd" if rocm.kfd_present else "no /dev/kfd")
+        if rocm.hsa_override:
+            bits.append(f"HSA_OVERRIDE_GFX_VERSION={rocm.hsa_override}")
+        rows.append(("rocm", f"{' · '.join(bits)} (from {rocm.source})"))
+    if probe.xpu is not None:
+        zero = [d.name for d in probe.xpu.devices if d.backend == "level_zero"]
+        rows.append(("sycl", ", ".join(zero) or Text("no Level Zero GPU", style="yellow")))
     return rows
 
 

@@ -65,6 +65,8 @@ def _binary_table(binary: BinaryReport) -> Table:
             table.add_row(kind, arch, str(count))
     for arch, count in binary.lto_counts.items():
         table.add_row("LTO IR", arch, str(count))
+    for target, count in binary.gfx_counts.items():
+        table.add_row("AMDGPU", target, str(count))
     return table
 
 
@@ -75,6 +77,9 @@ def _binary_facts(binary: BinaryReport) -> Text:
         facts.append(f"{binary.containers} fatbin containers in {where}")
         if binary.compressed_entries:
             facts.append(f"{binary.compressed_entries} entries compressed")
+    if binary.offload_bundles:
+        where = ", ".join(binary.offload_sections)
+        facts.append(f"{binary.offload_bundles} offload bundles in {where}")
     text = Text("" if binary.has_gpu_code else f"{binary.path}: ", style="dim")
     text.append("; ".join(facts + list(binary.notes)), style="dim")
     if binary.runs_on is not None:
@@ -92,6 +97,12 @@ def _total_line(report: InspectReport) -> Text:
     )
     if report.lto_counts:
         line.append("; LTO IR " + ", ".join(f"{a}×{n}" for a, n in report.lto_counts.items()))
+    gfx: dict[str, int] = {}
+    for binary in report.binaries:
+        for target, count in binary.gfx_counts.items():
+            gfx[target] = gfx.get(target, 0) + count
+    if gfx:
+        line.append("; AMDGPU " + ", ".join(f"{a}×{n}" for a, n in gfx.items()))
     return line
 
 

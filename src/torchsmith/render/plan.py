@@ -38,7 +38,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
 
 def _machine(m: MachineFacts) -> str:
-    gpus = ", ".join(f"{g.name} ({g.compute_capability or '?'})" for g in m.gpus) or "no GPU"
+    gpus = ", ".join(f"{g.name} ({g.compute_capability or g.architecture or '?'})" for g in m.gpus)
+    gpus = gpus or "no GPU"
     py = f"Python {m.python}" if m.python else "Python ?"
     driver = f"driver {m.driver}" if m.driver else "driver ?"
     return f"{m.origin}: {m.os}-{m.arch}, {gpus}, {driver}, {py}"

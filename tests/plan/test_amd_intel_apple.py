@@ -1,0 +1,132 @@
+"""Plan for AMD (ROCm wheels), Intel (xpu wheels) and Apple (MPS) from accelerators.toml.
+
+Facts behind the expectations: the RX 7900 XTX is gfx1100 and the RX 6700 XT gfx1031 (LLVM
+AMDGPU processor table); PYTORCH_ROCM_ARCH of the rocm wheels (pytorch .ci/docker/manywheel
+build.sh copies); ROCm wheels are Linux x86_64 only; xpu wheels from 2.5 on Linux and Windows,
+Data Center GPU Max on Linux only (PyTorch "Getting Started on Intel GPU"); MPS needs macOS 12.3
+and Apple silicon.
+"""
+
+from __future__ import annotations
+
+from torchsmith.knowledge import load_knowledge
+from torchsmith.knowledge.model import gfx_to_hsa, hsa_to_gfx
+from torchsmith.plan.machine import WhatIf, apply_what_if, blank_facts
+from torchsmith.plan.model import Plan, PlanOptions
+from torchsmith.plan.planner import make_plan
+from torchsmith.taxonomy import CATEGORIES
+
+from .test_certain_facts import _sentence_problems
+
+kb = load_knowledge()
+
+
+def plan(os: str, gpu: str, torch: str | None = None, arch: str | None = None) -> Plan:
+    facts = apply_what_if(blank_facts(os), WhatIf(os=os, gpus=(gpu,), arch=arch), kb)
+    p = make_plan(facts, kb, PlanOptions(torch=torch))
+    for r in p.rejected:
+        assert r.category in CATEGORIES
+    for text in (*p.recommendation.reasons, *(r.reason for r in p.rejected)):
+        assert not _sentence_problems(text), text
+    return p
+
+
+def test_gfx_versions_round_trip() -> None:
+    assert gfx_to_hsa("gfx1100") == "11.0.0"
+    assert gfx_to_hsa("gfx90a") == "9.0.10"
+    assert hsa_to_gfx(90010) == "gfx90a"
+    assert hsa_to_gfx(110001) == "gfx1101"
+    assert hsa_to_gfx("10.3.0") == "gfx1030"
+
+
+def test_rx_7900_xtx_on_linux_gets_a_rocm_wheel_from_its_index() -> None:
+    p = plan("linux", "Radeon RX 7900 XTX")
+    rec = p.recommendation
+    assert rec.kind == "wheel"
+    assert rec.variant is not None
+    assert rec.variant.startswith("rocm")
+    assert rec.index_url == f"https://download.pytorch.org/whl/{rec.variant}"
+    assert "--index-url https://download.pytorch.org/whl/rocm" in rec.commands["pip"]
+    archs = kb.rocm_gfx(rec.torch or "", rec.variant)
+    assert archs is not None
+    assert "gfx1100" in archs.gfx
+    assert p.machine.gpus[0].gfx == "gfx1100"
+
+
+def test_rx_7900_xtx_on_windows_says_why_none_fits() -> None:
+    p = plan("windows", "Radeon RX 7900 XTX")
+    assert p.recommendation.kind == "none"
+    assert "Linux x86_64 only" in p.recommendation.reasons[0]
+
+
+def test_mi300x_with_torch_2_3_is_arch_not_compiled() -> None:
+    p = plan("linux", "AMD Instinct MI300X", "==2.3.*")
+    assert p.recommendation.kind == "none"
+    assert {r.category for r in p.rejected if r.variant} == {"arch-not-compiled"}
+    assert any("gfx942" in r.reason for r in p.rejected)
+
+
+def test_mi300x_newest_is_served() -> None:
+    p = plan("linux", "MI300X")
+    assert p.recommendation.kind == "wheel"
+    assert (p.recommendation.variant or "").startswith("rocm")
+
+
+def test_unlisted_rdna2_board_is_served_through_hsa_override() -> None:
+    p = plan("linux", "AMD Radeon RX 6700 XT")
+    rec = p.recommendation
+    assert rec.kind == "wheel"
+    assert any("HSA_OVERRIDE_GFX_VERSION=10.3.0" in r for r in rec.reasons)
+
+
+def test_rdna4_before_its_first_rocm_build_is_rejected() -> None:
+    p = plan("linux", "RX 9070 XT", "==2.5.*")
+    assert p.recommendation.kind == "none"
+    assert any(r.category == "arch-not-compiled" and "gfx1201" in r.reason for r in p.rejected)
+
+
+def test_intel_arc_b580_gets_the_xpu_wheel() -> None:
+    for os in ("linux", "windows"):
+        rec = plan(os, "Intel(R) Arc(TM) B580 Graphics").recommendation
+        assert rec.variant == "xpu"
+        assert rec.index_url == "https://download.pytorch.org/whl/xpu"
+
+
+def test_intel_before_2_5_has_no_xpu_wheel() -> None:
+    p = plan("linux", "Intel Arc A770", "==2.4.*")
+    assert p.recommendation.kind == "none"
+    assert any("start with torch 2.5" in r.reason for r in p.rejected)
+
+
+def test_data_center_max_on_windows_is_not_supported() -> None:
+    p = plan("windows", "Intel Data Center GPU Max 1550")
+    assert p.recommendation.kind == "none"
+    assert any("on linux only" in r.reason for r in p.rejected)
+
+
+def test_mac_arm64_names_the_mps_requirement() -> None:
+    p = plan("macos", "none")
+    assert any("MPS" in r and "12.3" in r for r in p.recommendation.reasons)
+
+
+def test_intel_mac_says_mps_needs_apple_silicon() -> None:
+    p = plan("macos", "none", "==2.2.*", arch="x86_64")
+    assert any("Apple silicon" in r for r in p.recommendation.reasons)
+
+
+def test_an_amd_gpu_of_unknown_gfx_says_how_to_find_it() -> None:
+    from torchsmith.plan.model import GpuTarget, MachineFacts  # noqa: PLC0415
+
+    facts = MachineFacts(
+        os="linux", arch="x86_64", gpus=(GpuTarget("AMD Rembrandt [Radeon 680M]", None, "amd"),)
+    )
+    rec = make_plan(facts, kb, PlanOptions()).recommendation
+    assert rec.kind == "none"
+    assert "rocminfo" in rec.reasons[0]
+    assert not _sentence_problems(rec.reasons[0])
+
+
+def test_a_gfx_target_works_as_a_gpu_name() -> None:
+    p = plan("linux", "gfx942")
+    assert p.machine.gpus[0].gfx == "gfx942"
+    assert (p.recommendation.variant or "").startswith("rocm")

@@ -1,0 +1,198 @@
+"""Issue 11, plan half: decide by the certain fact first; source builds pick their toolkit from
+the source; every reason reads as a sentence. Scenarios built from primary facts:
+- CUDA 13.0's nvcc targets sm_75 and newer only (cuda_toolkits.toml, nvcc_wheels);
+- the CUDA 13.x driver floor is 580.65.06 on Linux (driver_compat.toml);
+- torch 2.15 ships cu130 (arch list unverified) and cu132 wheels only (gh_190385);
+- torch 2.14 raised the CMake minimum for source builds to CUDA 12.6 (#192257).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from torchsmith.knowledge import load_knowledge
+from torchsmith.knowledge.compat import parse_cc
+from torchsmith.plan.machine import WhatIf, apply_what_if, blank_facts
+from torchsmith.plan.model import Plan, PlanOptions
+from torchsmith.plan.planner import make_plan
+
+kb = load_knowledge()
+
+
+def plan(os: str, gpu: str, driver: str | None, torch: str | None, **what: object) -> Plan:
+    facts = apply_what_if(
+        blank_facts(os),
+        WhatIf(os=os, gpus=(gpu,), driver=driver, **what),  # type: ignore[arg-type]
+        kb,
+    )
+    return make_plan(facts, kb, PlanOptions(torch=torch))
+
+
+def categories(p: Plan, variant: str) -> set[str]:
+    return {r.category for r in p.rejected if r.variant == variant}
+
+
+def test_the_unverified_cu130_wheel_of_2_15_is_arch_not_compiled_for_pascal() -> None:
+    wheel = kb.wheel("2.15", "cu130", "linux", "x86_64")
+    assert wheel is not None
+    assert wheel.archs is None
+    p = plan("linux", "GTX 1080", "580.95.05", ">=2.15")
+    assert categories(p, "cu130") == {"arch-not-compiled"}
+    reason = next(r.reason for r in p.rejected if r.variant == "cu130")
+    assert "CUDA 13.0" in reason
+    assert "sm_75" in reason
+    assert "sm_61" in reason
+
+
+def test_volta_is_arch_not_compiled_too() -> None:
+    p = plan("linux", "Tesla V100-SXM2-16GB", "580.95.05", "==2.15.*")
+    assert categories(p, "cu130") == {"arch-not-compiled"}
+
+
+def test_an_unverified_wheel_below_the_driver_floor_is_driver_too_old() -> None:
+    p = plan("linux", "RTX 4090", "535.104.05", "==2.15.*")
+    assert categories(p, "cu130") == {"driver-too-old"}
+    assert categories(p, "cu132") == {"driver-too-old"}
+    assert any(f.category == "driver-too-old" and "580.65.06" in f.message for f in p.findings)
+
+
+def test_windows_unverified_wheel_below_the_floor_is_driver_too_old() -> None:
+    wheel = kb.wheel("2.15", "cu132", "windows", "x86_64")
+    assert wheel is not None
+    assert wheel.archs is None
+    p = plan("windows", "RTX 4090", "560.94", "==2.15.*")
+    assert categories(p, "cu132") == {"driver-too-old"}
+
+
+def test_other_only_where_nothing_known_decides() -> None:
+    p = plan("linux", "RTX 4090", "580.95.05", "==2.15.*")
+    assert categories(p, "cu130") == {"other"}
+    assert p.recommendation.variant == "cu132"
+
+
+def test_pascal_with_2_15_is_a_source_build_with_a_12x_toolkit() -> None:
+    p = plan("linux", "GTX 1080", "580.95.05", ">=2.15")
+    rec, build = p.recommendation, p.source_build
+    assert rec.kind == "source"
+    assert build is not None
+    assert build.torch == "2.15.0"
+    assert build.torch_cuda_arch_list == "6.1"
+    assert build.toolkit == "12.9"  # 13.0 dropped sm_50..sm_72
+    assert parse_cc(build.toolkit_min) >= (12, 6)  # the 2.14+ CMake minimum
+    assert build.toolkit_max == "12.9"
+    assert "pt_release_notes_214" in build.sources
+    assert 'TORCH_CUDA_ARCH_LIST="6.1"' in rec.commands["pip"]
+    assert "v2.15.0" in rec.commands["pip"]
+
+
+def test_an_installed_12_6_toolkit_is_used_for_the_source_build() -> None:
+    p = plan("linux", "GTX 1080", "580.95.05", ">=2.15", cuda_toolkits=("12.6",))
+    assert p.source_build is not None
+    assert p.source_build.toolkit == "12.6"
+    assert p.source_build.installed_toolkit_ok is True
+
+
+def test_kepler_with_2_15_says_no_accepted_toolkit_can_target_it() -> None:
+    p = plan("linux", "Tesla K80", "470.82.01", ">=2.15")
+    assert p.recommendation.kind == "none"
+    text = " ".join(p.recommendation.reasons)
+    assert "none of those toolkits can compile for sm_37" in text
+    assert "CUDA 11.8" in text  # the newest nvcc that still targets sm_37
+
+
+def test_blackwell_pinned_to_2_6_names_the_first_toolkit_that_can() -> None:
+    p = plan("linux", "RTX 5070", None, "==2.6.*")
+    text = " ".join(p.recommendation.reasons)
+    assert "CUDA 12.8 is the first toolkit that can compile for sm_120" in text
+    assert "only newer torch releases accept it" in text
+
+
+def test_a_driver_too_old_for_every_capable_toolkit_is_said_plainly() -> None:
+    p = plan("linux", "GTX 1080", "470.82.01", ">=2.15")
+    assert p.recommendation.kind == "none"
+    assert any("need a newer driver than 470.82.01" in r for r in p.recommendation.reasons)
+
+
+def test_every_release_has_a_sourced_source_build_range() -> None:
+    minors = {r.minor for r in kb.releases}
+    ranges = {r.torch: r for r in kb.source_builds}
+    assert minors <= set(ranges)
+    for r in ranges.values():
+        assert r.sources
+        assert all(s in kb.sources for s in r.sources)
+        assert parse_cc(r.cuda_min) <= parse_cc(r.cuda_max)
+        assert kb.toolkit(r.cuda_max) is not None
+
+
+# -- every reason reads as a sentence ------------------------------------------------------
+
+_GARBLE = (
+    re.compile(r"\s{2,}"),  # doubled spaces
+    re.compile(r"\s[,;:.)]"),  # space before punctuation
+    re.compile(r"[,;:]$"),  # dangling clause
+    re.compile(r"\b(\w+) \1\b"),  # "the the"
+    re.compile(r"\bcan is\b|\bis CUDA [\d.]+ compile\b"),  # the garble issue 11 quotes
+    re.compile(r"\bNone\b|[{}]|\?\)|\(\s*\)"),  # unformatted placeholders
+)
+
+
+def _sentence_problems(text: str) -> list[str]:
+    problems = [p.pattern for p in _GARBLE if p.search(text)]
+    if not text or not text[0].isalnum():
+        problems.append("does not start with a word")
+    if text.count("(") != text.count(")"):
+        problems.append("unbalanced parentheses")
+    if len(text.split()) < 4:
+        problems.append("too short to be a sentence")
+    return problems
+
+
+_GPUS = (
+    "GTX 1080",
+    "Tesla V100-SXM2-16GB",
+    "RTX 4090",
+    "RTX 5070",
+    "Tesla K80",
+    "NVIDIA H200",
+    "Radeon RX 7900 XTX",
+    "AMD Radeon RX 6700 XT",
+    "AMD Instinct MI300X",
+    "Intel Arc B580",
+    "Intel Data Center GPU Max 1550",
+)
+_DRIVERS = (None, "470.82.01", "535.104.05", "580.95.05")
+_TORCH = (None, ">=2.15", "==2.6.*", "==2.11.*", "<2.3")
+
+
+@pytest.mark.parametrize("os", ["linux", "windows", "macos"])
+def test_every_reason_of_many_scenarios_reads_as_a_sentence(os: str) -> None:
+    bad: list[str] = []
+    for gpu, driver, torch in itertools.product(_GPUS, _DRIVERS, _TORCH):
+        p = plan(os, gpu, driver, torch)
+        texts = [
+            *p.recommendation.reasons,
+            *(r.reason for r in p.rejected),
+            *(f.message for f in p.findings),
+            *(a for alt in p.alternatives for a in alt.reasons),
+        ]
+        for text in texts:
+            problems = _sentence_problems(text)
+            if problems:
+                bad.append(f"{gpu}/{driver}/{torch}: {text!r}: {problems}")
+    assert not bad, "\n".join(bad[:20])
+
+
+def test_the_gpu_decides_before_the_python_version() -> None:
+    """Python 3.9 and torch 2.15 on a GTX 1080: a 3.9 wheel would not run on sm_61 either, so
+    the rejection names the GPU, not Python (torch 2.15 has no cp39 wheels)."""
+    assert kb.python_supported("2.15.0", "3.9", "linux-x86_64") is False
+    p = plan("linux", "GTX 1080", "580.95.05", "==2.15.*", python="3.9")
+    cats = {r.category for r in p.rejected}
+    assert "python-unsupported" not in cats
+    assert "arch-not-compiled" in cats
+    # where a wheel would serve the GPU, Python is what to change
+    q = plan("linux", "RTX 4090", "580.95.05", "==2.15.*", python="3.9")
+    assert {r.category for r in q.rejected} == {"python-unsupported"}
