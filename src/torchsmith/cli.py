@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "clean": "torchsmith.commands.clean:clean",
+    "attempts": "torchsmith.commands.attempts:attempts",
 }
 
 INTERNAL_ERROR_EXIT = 70

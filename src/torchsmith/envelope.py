@@ -23,6 +23,8 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "plan": 1,
     "explain": 1,
     "kb": 1,
+    "clean": 1,
+    "attempts": 1,
     "error": 1,
 }
 
