@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -28,17 +30,33 @@ OOM = {"title": "nvcc was killed: out of memory", "rule": "oom-killed", "categor
 PROBE = {"gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0"}]}
 
 
-def record(ledger: Ledger, tree: Path, archs: tuple[str, ...], env: dict[str, str],
-           status: str, diagnoses: list[dict[str, str]] = ()) -> int:  # type: ignore[assignment]
+def record(
+    ledger: Ledger,
+    tree: Path,
+    archs: tuple[str, ...],
+    env: dict[str, str],
+    status: Literal["succeeded", "failed"],
+    diagnoses: Sequence[dict[str, str]] = (),
+) -> int:
     config = cmake_config(tree, archs, env=env)
     attempt = ledger.start(
-        "build", config=to_jsonable(config), command=["torchsmith", "build", str(tree)],
-        tree=tree, git_commit="0123456789abcdef", git_dirty=False, project_kind="cmake",
-        probe=PROBE, tools={"nvcc": "13.0", "cmake": "3.25.1"},
+        "build",
+        config=to_jsonable(config),
+        command=["torchsmith", "build", str(tree)],
+        tree=tree,
+        git_commit="0123456789abcdef",
+        git_dirty=False,
+        project_kind="cmake",
+        probe=PROBE,
+        tools={"nvcc": "13.0", "cmake": "3.25.1"},
     )
-    ledger.finish(attempt, status=status, exit_code=0 if status == "succeeded" else 1,  # type: ignore[arg-type]
-                  diagnoses=diagnoses, archs=["sm_" + a.replace(".", "") for a in archs]
-                  if status == "succeeded" else [])
+    ledger.finish(
+        attempt,
+        status=status,
+        exit_code=0 if status == "succeeded" else 1,
+        diagnoses=diagnoses,
+        archs=["sm_" + a.replace(".", "") for a in archs] if status == "succeeded" else [],
+    )
     return attempt
 
 
@@ -56,7 +74,9 @@ def three(ledger: Ledger, tmp_path: Path) -> list[int]:
 def test_diff_names_exactly_the_arch_change(ledger: Ledger, three: list[int]) -> None:
     d = diff_attempts(ledger.get(three[0]), ledger.get(three[1]))
     assert [c.key for c in d.changes] == [
-        "arch_list", "cmake.CMAKE_CUDA_ARCHITECTURES", "step.configure"
+        "arch_list",
+        "cmake.CMAKE_CUDA_ARCHITECTURES",
+        "step.configure",
     ]
     assert (d.changes[0].a, d.changes[0].b) == ("8.0", "8.6")
     assert [c.key for c in d.outcome] == []  # both failed the same way
@@ -66,7 +86,10 @@ def test_diff_names_exactly_the_use_change(ledger: Ledger, three: list[int]) -> 
     d = diff_attempts(ledger.get(three[1]), ledger.get(three[2]))
     assert [(c.key, c.a, c.b) for c in d.changes] == [("env.USE_CUDA", "1", "0")]
     assert {c.key for c in d.outcome} == {
-        "outcome.status", "outcome.exit_code", "outcome.diagnosis", "outcome.archs"
+        "outcome.status",
+        "outcome.exit_code",
+        "outcome.diagnosis",
+        "outcome.archs",
     }
 
 
@@ -77,7 +100,8 @@ def test_cli_list_show_diff_json(three: list[int], capsys: pytest.CaptureFixture
     assert [a["id"] for a in listed["data"]] == three[::-1]
     assert main(["attempts", "show", str(three[0])]) == 0
     shown = capsys.readouterr().out
-    assert "env.USE_CUDA" in shown and "nvcc was killed" in shown
+    assert "env.USE_CUDA" in shown
+    assert "nvcc was killed" in shown
     assert main(["attempts", "diff", str(three[1]), str(three[2]), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["data"]
     assert [c["key"] for c in data["changes"]] == ["env.USE_CUDA"]
@@ -97,7 +121,8 @@ def test_export_markdown_reads_as_a_page(
     assert "never set to the GPU's own arch (9.0)" in md
     assert "fewer parallel jobs (always 2)" in md
     page = export_html(ledger.list())
-    assert page.count("<h2>") == 5 and "<pre><code class=\"language-bash\">" in page
+    assert page.count("<h2>") == 5
+    assert '<pre><code class="language-bash">' in page
     assert "<li><code>env.USE_CUDA: '1' -&gt; '0'</code></li>" in page
     out = tmp_path / "log.html"
     assert main(["attempts", "export", "--format", "html", "-o", str(out)]) == 0
@@ -111,7 +136,8 @@ def test_export_markdown_reads_as_a_page(
 def test_missing_attempt_one_line(three: list[int], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["attempts", "show", "999"]) == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("error: no attempt 999") and err[1].startswith("tip:")
+    assert err[0].startswith("error: no attempt 999")
+    assert err[1].startswith("tip:")
 
 
 def test_corrupt_ledger_one_line(
@@ -122,7 +148,8 @@ def test_corrupt_ledger_one_line(
     monkeypatch.setenv("TORCHSMITH_LEDGER", str(bad))
     assert main(["attempts", "list"]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("error: the ledger") and "Traceback" not in err
+    assert err.startswith("error: the ledger")
+    assert "Traceback" not in err
     assert bad.read_bytes() == b"this is not a database" * 100
 
 
@@ -136,15 +163,23 @@ def test_diff_of_two_real_builds(ledger: Ledger, tmp_path: Path) -> None:
     second = cmake_config(tree, ("9.0",))
     second = replace(second, cmake_args=(*second.cmake_args, "-DTINYKERN_FAST_MATH=ON"))
     configure = second.steps[0]
-    second = replace(second, steps=(
-        replace(configure, argv=(*configure.argv, "-DTINYKERN_FAST_MATH=ON")), *second.steps[1:]
-    ))
+    second = replace(
+        second,
+        steps=(
+            replace(configure, argv=(*configure.argv, "-DTINYKERN_FAST_MATH=ON")),
+            *second.steps[1:],
+        ),
+    )
     a = run_build(first, ledger=ledger, log_dir=tmp_path / "logs")
     b = run_build(second, ledger=ledger, log_dir=tmp_path / "logs")
     assert a.status == b.status == "succeeded"
-    assert a.attempt_id is not None and b.attempt_id is not None
+    assert a.attempt_id is not None
+    assert b.attempt_id is not None
     d = diff_attempts(ledger.get(a.attempt_id), ledger.get(b.attempt_id))
     assert [c.key for c in d.changes] == [
-        "arch_list", "cmake.CMAKE_CUDA_ARCHITECTURES", "cmake.TINYKERN_FAST_MATH", "step.configure"
+        "arch_list",
+        "cmake.CMAKE_CUDA_ARCHITECTURES",
+        "cmake.TINYKERN_FAST_MATH",
+        "step.configure",
     ]
     assert [(c.key, c.a, c.b) for c in d.outcome] == [("outcome.archs", "sm_80", "sm_90")]

@@ -8,9 +8,11 @@ import stat
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
 from torchsmith import platforms
+from torchsmith.build import clean as clean_mod
 from torchsmith.build.clean import execute_clean, file_holders, plan_clean
 from torchsmith.cli import main
 from torchsmith.errors import InputError, UsageError
@@ -19,7 +21,9 @@ from torchsmith.errors import InputError, UsageError
 def git(tree: Path, *args: str) -> None:
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=tree, check=True, capture_output=True,
+        cwd=tree,
+        check=True,
+        capture_output=True,
     )
 
 
@@ -75,16 +79,21 @@ def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
     plan = plan_clean(tree, "cmake")
     paths = {e.path for e in plan.entries}
     assert plan.in_git
-    assert "build/obj" in paths and "dist" in paths and "src/kernel.o" in paths
-    assert "build/CMakeCache.txt" in paths and "build/out_link" in paths
+    assert "build/obj" in paths
+    assert "dist" in paths
+    assert "src/kernel.o" in paths
+    assert "build/CMakeCache.txt" in paths
+    assert "build/out_link" in paths
     assert "build/CMakeLists.txt" not in paths  # tracked
     assert not any(p.startswith("build/_deps") for p in paths)  # nested repo
     kept = {k.path: k.reason for k in plan.kept}
     assert "nested git repository" in kept["build/_deps"]
-    assert "src/new_kernel.cu" in kept and "third_party" in kept
+    assert "src/new_kernel.cu" in kept
+    assert "third_party" in kept
     assert plan.total_bytes >= 4096 + 100 + 10 + 50
     link = next(e for e in plan.entries if e.path == "build/out_link")
-    assert link.kind == "symlink" and link.bytes == 0
+    assert link.kind == "symlink"
+    assert link.bytes == 0
 
     with pytest.raises(UsageError):
         execute_clean(plan, confirmed=False)
@@ -93,11 +102,17 @@ def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
     result = execute_clean(plan, confirmed=True)
     assert result.ok, result.failed
     assert (outside / "canary.txt").read_text() == "must survive"
-    assert not (tree / "build" / "obj").exists() and not (tree / "dist").exists()
+    assert not (tree / "build" / "obj").exists()
+    assert not (tree / "dist").exists()
     assert not os.path.lexists(tree / "build" / "out_link")
     for kept_file in (
-        "build/CMakeLists.txt", "src/kernel.cu", "tools/dist", "src/new_kernel.cu",
-        "build/_deps/fmt-src/format.h", "third_party/lib.c", ".gitignore",
+        "build/CMakeLists.txt",
+        "src/kernel.cu",
+        "tools/dist",
+        "src/new_kernel.cu",
+        "build/_deps/fmt-src/format.h",
+        "third_party/lib.c",
+        ".gitignore",
     ):
         assert (tree / kept_file).exists(), kept_file
     status = subprocess.run(
@@ -126,7 +141,8 @@ def test_symlinked_folder_out_of_the_tree_is_never_entered(tmp_path: Path) -> No
     assert "dist" in {k.path for k in plan.kept}
     execute_clean(plan, confirmed=True)
     assert (outside / "build" / "CMakeCache.txt").exists()
-    assert (tree / "dist" / "notes.txt").exists() and not (tree / "build").exists()
+    assert (tree / "dist" / "notes.txt").exists()
+    assert not (tree / "build").exists()
 
 
 def test_top_level_file_named_build_outside_git(tmp_path: Path) -> None:
@@ -140,17 +156,21 @@ def test_not_a_tree() -> None:
         plan_clean(Path("/nonexistent/tree"), None)
 
 
-def test_cli_lists_then_deletes_with_yes(trap: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_lists_then_deletes_with_yes(
+    trap: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     tree, outside = trap
     assert main(["clean", str(tree), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert listed["ok"] and not listed["data"]["deleted"]
+    assert listed["ok"]
+    assert not listed["data"]["deleted"]
     assert (tree / "build" / "obj" / "kernel.o").exists()
     assert main(["clean", str(tree)]) == 0
     assert "--yes" in capsys.readouterr().out
     assert main(["clean", str(tree), "--yes", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)["data"]
-    assert done["deleted"] and done["result"]["bytes_freed"] > 0
+    assert done["deleted"]
+    assert done["result"]["bytes_freed"] > 0
     assert not (tree / "build" / "obj").exists()
     assert (outside / "canary.txt").exists()
 
@@ -158,17 +178,18 @@ def test_cli_lists_then_deletes_with_yes(trap: tuple[Path, Path], capsys: pytest
 def test_cli_missing_tree_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clean", "/nonexistent/tree"]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("error:") and "Traceback" not in err
+    assert err.startswith("error:")
+    assert "Traceback" not in err
 
 
 def test_held_file_names_its_process(tmp_path: Path) -> None:
     held = tmp_path / "held.obj"
     held.write_text("x")
     with held.open() as handle:
-        holders = file_holders(held, processes=[__import__("psutil").Process()])
-        assert handle and holders and f"(pid {os.getpid()})" in holders[0]
-    from torchsmith.build import clean as clean_mod
-
+        holders = file_holders(held, processes=[psutil.Process()])
+        assert handle
+        assert holders
+        assert f"(pid {os.getpid()})" in holders[0]
     exc = PermissionError(13, "The process cannot access the file")
     exc.winerror = 32  # type: ignore[attr-defined]
     with platforms.override("windows"):
@@ -184,4 +205,5 @@ def test_readonly_file_mode_restored_not_needed(tmp_path: Path) -> None:
     f.chmod(stat.S_IRUSR)
     (tree / "build" / "temp.linux").chmod(0o500)
     result = execute_clean(plan_clean(tree, "cpp_extension"), confirmed=True)
-    assert result.ok and not (tree / "build").exists()
+    assert result.ok
+    assert not (tree / "build").exists()

@@ -106,9 +106,7 @@ def _git_toplevel(root: Path) -> Path | None:
 
 
 def _git_paths(root: Path, *extra: str) -> list[str]:
-    result = cmd.run(
-        ["git", "-C", str(root), "ls-files", "-z", *extra], timeout=120, check=True
-    )
+    result = cmd.run(["git", "-C", str(root), "ls-files", "-z", *extra], timeout=120, check=True)
     return [p for p in result.stdout.split("\0") if p]
 
 
@@ -174,7 +172,7 @@ def containment_problem(root: Path, path: Path) -> str | None:
         parent = path.parent.resolve(strict=True)
     except OSError:
         return "its folder cannot be resolved"
-    if path == root or parent == root.parent and path.name == root.name:
+    if path == root or (parent == root.parent and path.name == root.name):
         return "the tree itself"
     if parent != root and root not in parent.parents:
         return "outside the tree (through a symlinked folder)"
@@ -193,7 +191,7 @@ def tree_bytes(path: Path) -> int:
     for dirpath, _dirs, files in os.walk(path, followlinks=False):
         for name in files:
             try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                total += (Path(dirpath) / name).lstat().st_size
             except OSError:
                 continue
     return total
@@ -230,7 +228,7 @@ def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
         ):
             return "setuptools build output (temp.*, lib.*)"
         if name == "dist" and python_kind:
-            files = [c for c in path.iterdir()]
+            files = list(path.iterdir())
             if files and all(c.name.endswith((".whl", ".tar.gz", ".egg")) for c in files):
                 return "built distributions"
         if name == "torch_extensions" or (path / "torch_extensions").is_dir():
@@ -308,7 +306,9 @@ def _make_writable(path: Path) -> None:
             if target.is_symlink():
                 continue
             mode = target.lstat().st_mode
-            os.chmod(target, stat.S_IMODE(mode) | stat.S_IWRITE | (stat.S_IXUSR if target.is_dir() else 0))
+            target.chmod(
+                stat.S_IMODE(mode) | stat.S_IWRITE | (stat.S_IXUSR if target.is_dir() else 0),
+            )
         except OSError:
             continue
 
@@ -359,13 +359,13 @@ def file_holders(path: Path, processes: Iterable[object] | None = None) -> list[
     """The processes holding ``path`` open, as "name (pid N)", where psutil can tell."""
     import psutil  # noqa: PLC0415
 
-    target = os.path.normcase(os.path.abspath(path))
+    target = os.path.normcase(Path(path).absolute())
     found: list[str] = []
     for proc in processes if processes is not None else psutil.process_iter(["pid", "name"]):
         try:
             assert isinstance(proc, psutil.Process)
             for opened in proc.open_files():
-                if os.path.normcase(os.path.abspath(opened.path)) == target:
+                if os.path.normcase(Path(opened.path).absolute()) == target:
                     found.append(f"{proc.name()} (pid {proc.pid})")
                     break
         except (psutil.Error, OSError):

@@ -138,7 +138,7 @@ def _bash_step(step: Step) -> list[str]:
     return [
         f"log {q('step ' + step.name + ': ' + ' '.join(step.argv))}",
         f"cd -- {q(step.cwd)} || fail {q('no folder ' + step.cwd)}",
-        f"{command} || fail {q('step ' + step.name)}\" (exit status $?)\"",
+        f'{command} || fail {q("step " + step.name)}" (exit status $?)"',
     ]
 
 
@@ -159,9 +159,11 @@ def _powershell(config: BuildConfig) -> str:
         "$ErrorActionPreference = 'Stop'",
         "Set-StrictMode -Version 3.0",
         "$Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else "
-        "{ 'torchsmith-build-' + (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }",
+        "{ 'torchsmith-build-' + "
+        "(Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }",
         "function Write-Log([string]$Message) {",
-        "    $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + $Message",
+        "    $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' "
+        "+ $Message",
         "    Write-Host $line",
         "    Add-Content -LiteralPath $Log -Value $line",
         "}",
@@ -177,7 +179,8 @@ def _powershell(config: BuildConfig) -> str:
     if config.cuda_home:
         nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
         out.append(
-            f"if (-not (Test-Path -LiteralPath {p(nvcc)})) {{ Stop-Build {p('no nvcc at ' + nvcc)} }}"
+            f"if (-not (Test-Path -LiteralPath {p(nvcc)})) "
+            f"{{ Stop-Build {p('no nvcc at ' + nvcc)} }}"
         )
     out += ["", "Write-Log 'environment'"]
     for name, value in config.env.items():
@@ -235,7 +238,7 @@ def cmd_echo_text(value: str) -> str:
     "`` by ``_``. The text is only a log message; commands and values are quoted exactly.
     """
     _no_quote_or_newline(value, allow_quote=True)
-    return _CMD_SPECIAL.sub("_", value.translate(str.maketrans({"(": "[", ")": "]"})))
+    return _CMD_SPECIAL.sub("_", value.translate(str.maketrans("()", "[]")))
 
 
 def _no_quote_or_newline(value: str, *, allow_quote: bool = False) -> None:
@@ -279,8 +282,7 @@ def _cmd(config: BuildConfig) -> str:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
         out += [
             "",
-            f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} '
-            f"rmdir /s /q {cmd_quote(target)}",
+            f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} rmdir /s /q {cmd_quote(target)}',
         ]
     for step in config.steps:
         out += ["", *_cmd_step(step)]
@@ -320,9 +322,7 @@ def _cmd_step(step: Step) -> list[str]:
         out.append("setlocal")
         out += _cmd_sets(step.env)
     out.append(" ".join(_cmd_args(step.argv)))
-    out.append(
-        f"if errorlevel 1 (call :fail {cmd_echo_text('step ' + step.name)} & exit /b 1)"
-    )
+    out.append(f"if errorlevel 1 (call :fail {cmd_echo_text('step ' + step.name)} & exit /b 1)")
     if step.env:
         out.append("endlocal")
     return out

@@ -51,17 +51,23 @@ def show(attempt_id: int, as_json: bool) -> None:
 def diff(a: int, b: int, as_json: bool) -> None:
     """What changed between attempts A and B, and how each ended."""
     ledger = Ledger()
-    emit("attempts", diff_attempts(ledger.get(a), ledger.get(b)), as_json=as_json,
-         render=render_diff)
+    emit(
+        "attempts", diff_attempts(ledger.get(a), ledger.get(b)), as_json=as_json, render=render_diff
+    )
 
 
 @attempts.command("export")
-@click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Write to this file (default: standard output).")
-@click.option("--kind", type=click.Choice(["build", "install", "clean"]), default="build",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write to this file (default: standard output).",
+)
+@click.option(
+    "--kind", type=click.Choice(["build", "install", "clean"]), default="build", show_default=True
+)
 @click.option("--tree", default=None, help="Only attempts on this source tree.")
 @json_option
 def export(fmt: str, output: Path | None, kind: str, tree: str | None, as_json: bool) -> None:
@@ -79,8 +85,11 @@ def export(fmt: str, output: Path | None, kind: str, tree: str | None, as_json: 
     if as_json:
         seen, never = patterns(sorted(rows, key=lambda a: a.id))
         data: dict[str, Any] = {
-            "format": fmt, "output": str(output) if output else None,
-            "attempts": [a.id for a in rows], "patterns": seen, "never_tried": never,
+            "format": fmt,
+            "output": str(output) if output else None,
+            "attempts": [a.id for a in rows],
+            "patterns": seen,
+            "never_tried": never,
         }
         if output is None:
             data["text"] = text

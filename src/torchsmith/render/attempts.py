@@ -10,6 +10,7 @@ ended and why) and then the patterns across attempts. Everything here is pure ex
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import shlex
 from dataclasses import dataclass
@@ -120,8 +121,14 @@ def diff_attempts(a: Attempt, b: Attempt) -> AttemptDiff:
             continue
         (outcome if key.startswith("outcome.") else changes).append(Change(key, va, vb))
     return AttemptDiff(
-        a.id, b.id, a.status, b.status, diagnosis_line(a), diagnosis_line(b),
-        tuple(changes), tuple(outcome),
+        a.id,
+        b.id,
+        a.status,
+        b.status,
+        diagnosis_line(a),
+        diagnosis_line(b),
+        tuple(changes),
+        tuple(outcome),
     )
 
 
@@ -151,7 +158,9 @@ def change_summary(changes: tuple[Change, ...]) -> list[str]:
 # -- export -------------------------------------------------------------------------------------
 def _commands(attempt: Attempt) -> str:
     config = attempt.config or {}
-    lines = [f"export {k}={shlex.quote(str(v))}" for k, v in sorted((config.get("env") or {}).items())]
+    lines = [
+        f"export {k}={shlex.quote(str(v))}" for k, v in sorted((config.get("env") or {}).items())
+    ]
     for step in config.get("steps") or ():
         cwd = step.get("cwd")
         if cwd:
@@ -181,7 +190,7 @@ def _gpu_caps(attempts: list[Attempt]) -> list[str]:
 def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
     """(which change came before which outcome, what was never tried), oldest first."""
     seen: list[str] = []
-    for before, after in zip(attempts, attempts[1:]):
+    for before, after in itertools.pairwise(attempts):
         d = diff_attempts(before, after)
         changed = [c.key for c in d.changes if not c.key.startswith(("step.", "tool.", "git_"))]
         if not changed:
@@ -194,8 +203,9 @@ def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
                 + (f" ({diagnosis_line(after)})" if diagnosis_line(after) else "")
             )
         elif changed:
-            seen.append(f"attempt {after.id}: changing {what} did not change the outcome "
-                        f"({after.status})")
+            seen.append(
+                f"attempt {after.id}: changing {what} did not change the outcome ({after.status})"
+            )
     never: list[str] = []
     arch_lists = [tuple((a.config or {}).get("arch_list") or ()) for a in attempts]
     for cap in _gpu_caps(attempts):
@@ -205,9 +215,13 @@ def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
     if caches and caches <= {"none", "None"}:
         never.append("a compiler cache (sccache or ccache) was never used")
     jobs = {str((a.config or {}).get("jobs")) for a in attempts if a.config}
-    if len(attempts) > 1 and len(jobs) == 1 and any(
-        "memory" in diagnosis_line(a).lower() or "killed" in diagnosis_line(a).lower()
-        for a in attempts
+    if (
+        len(attempts) > 1
+        and len(jobs) == 1
+        and any(
+            "memory" in diagnosis_line(a).lower() or "killed" in diagnosis_line(a).lower()
+            for a in attempts
+        )
     ):
         never.append(f"fewer parallel jobs (always {jobs.pop()})")
     if any(a.git_dirty for a in attempts) and not any(a.git_dirty is False for a in attempts):
@@ -237,9 +251,8 @@ def export_md(attempts: list[Attempt]) -> str:
         kind = attempt.project_kind or attempt.kind
         out += [f"## Attempt {attempt.id}: {attempt.status}", ""]
         facts = [
-            f"- **When:** {attempt.started_at}" + (
-                f" ({attempt.duration_s:.1f} s)" if attempt.duration_s is not None else ""
-            ),
+            f"- **When:** {attempt.started_at}"
+            + (f" ({attempt.duration_s:.1f} s)" if attempt.duration_s is not None else ""),
             f"- **Tree:** `{attempt.tree or '?'}` ({kind})",
         ]
         if attempt.git_commit:
@@ -248,7 +261,7 @@ def export_md(attempts: list[Attempt]) -> str:
         archs = _text((attempt.config or {}).get("arch_list"))
         if archs:
             facts.append(f"- **Arch list:** `{archs}`")
-        out += facts + ["", _fence(_commands(attempt)), ""]
+        out += [*facts, "", _fence(_commands(attempt)), ""]
         if previous is not None:
             lines = change_summary(diff_attempts(previous, attempt).changes)
             out.append(f"**Changed from attempt {previous.id}:**")
@@ -279,7 +292,7 @@ def export_html(attempts: list[Attempt]) -> str:
 
     body = MarkdownIt("commonmark").render(export_md(attempts))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape('Build log')}</title>\n"
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
         "pre{background:#f4f4f4;padding:.8em;overflow-x:auto}</style>\n"
@@ -307,8 +320,13 @@ def render_list(attempts: Any, console: Console) -> None:
         assert isinstance(a, Attempt)
         took = f"{a.duration_s:.1f}s" if a.duration_s is not None else ""
         table.add_row(
-            str(a.id), a.kind, a.started_at[:19], _status(a.status), took,
-            escape(a.tree or ""), escape(diagnosis_line(a)),
+            str(a.id),
+            a.kind,
+            a.started_at[:19],
+            _status(a.status),
+            took,
+            escape(a.tree or ""),
+            escape(diagnosis_line(a)),
         )
     console.print(table)
 
@@ -334,8 +352,11 @@ def render_diff(d: Any, console: Console) -> None:
     table.add_column(f"attempt {d.a}")
     table.add_column(f"attempt {d.b}")
     for c in (*d.changes, *d.outcome):
-        table.add_row(escape(c.key), escape(c.a if c.a is not None else "(unset)"),
-                      escape(c.b if c.b is not None else "(unset)"))
+        table.add_row(
+            escape(c.key),
+            escape(c.a if c.a is not None else "(unset)"),
+            escape(c.b if c.b is not None else "(unset)"),
+        )
     if not d.changes:
         console.print("[dim]no difference in configuration, inputs or tools[/dim]")
     console.print(table)

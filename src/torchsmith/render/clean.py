@@ -34,14 +34,18 @@ def render_clean(outcome: Any, console: Console) -> None:
         table.add_column("why", style="dim")
         for entry in plan.entries:
             suffix = "/" if entry.kind == "dir" else (" ->" if entry.kind == "symlink" else "")
-            table.add_row(escape(entry.path + suffix), human_bytes(entry.bytes), escape(entry.reason))
+            table.add_row(
+                escape(entry.path + suffix), human_bytes(entry.bytes), escape(entry.reason)
+            )
         console.print(table)
         console.print(f"{len(plan.entries)} entries, {human_bytes(plan.total_bytes)}")
     for kept in plan.kept:
         console.print(f"[dim]kept {escape(kept.path)}: {escape(kept.reason)}[/dim]")
     if result is None:
         if plan.entries:
-            console.print("[yellow]nothing deleted yet:[/yellow] run again with --yes to delete these")
+            console.print(
+                "[yellow]nothing deleted yet:[/yellow] run again with --yes to delete these"
+            )
         return
     assert isinstance(result, CleanResult)
     console.print(
