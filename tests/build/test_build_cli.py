@@ -1,4 +1,4 @@
-"""``torchsmith build`` end to end: the CLI on real trees (real probe of this machine, real nvcc)."""
+"""``torchsmith build`` end to end: the CLI on real trees (a real probe, real nvcc)."""
 
 from __future__ import annotations
 
