@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchsmith.binaries.archs import parse_compute_capability
-from torchsmith.build.config import expand_env
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.errors import InputError, TorchsmithError
 from torchsmith.explain import Diagnosis, explain_files
@@ -218,7 +217,7 @@ def _start_compiler_cache(config: BuildConfig) -> None:
     """
     if not config.launcher or Path(config.launcher).stem != "sccache":
         return
-    env = expand_env(config.env, dict(os.environ))
+    env = {**os.environ, **config.env}
     # Already running, or broken: the build's own compiles will say so in the log.
     with contextlib.suppress(TorchsmithError):
         cmd.run_detached([config.launcher, "--start-server"], env=env, timeout=60)
@@ -243,8 +242,7 @@ def _run_step(
     timeout_s: float | None,
     on_line: Callable[[str], None] | None,
 ) -> StreamResult:
-    # A value may name ${PATH} (the launcher's folder goes in front of it): expand_env fills it.
-    env = expand_env({**config.env, **step.env}, dict(os.environ))
+    env = {**os.environ, **config.env, **step.env}
     if console is None:
         return stream(
             step.argv,

