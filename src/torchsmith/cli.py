@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "build": "torchsmith.commands.build:build",
     "clean": "torchsmith.commands.clean:clean",
     "attempts": "torchsmith.commands.attempts:attempts",
 }

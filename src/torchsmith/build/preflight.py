@@ -319,6 +319,10 @@ def _switch(value: str) -> str:
     return value.strip()
 
 
+def _is_bool(value: str) -> bool:
+    return value.strip().lower() in _ON | _OFF - {""}
+
+
 def _arch_set(value: str) -> frozenset[str]:
     """ "9.0;12.0+PTX" / "90-real;120" / "90 120" → comparable sm numbers."""
     out = set()
@@ -415,7 +419,7 @@ def _cmake_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> lis
             same = set(re.split(r"[;\s]+", have.strip())) == set(re.split(r"[;\s]+", want))
         elif key in _PATHS or key in _LAUNCH:
             same = _same_path(have, want, tree)
-        elif key.startswith(("USE_", "BUILD_")):
+        elif key.startswith(("USE_", "BUILD_")) or (_is_bool(have) and _is_bool(want)):
             same = _switch(have) == _switch(want)
         else:
             same = have.strip() == want.strip()

