@@ -14,8 +14,8 @@ import pytest
 
 from tests.build.configs import cmake_config, copy_project
 from torchsmith.build.model import BuildConfig, Project, Step
-from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote
-from torchsmith.errors import UsageError
+from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, write_script
+from torchsmith.errors import InputError, UsageError
 
 GOLDEN = Path(__file__).parent / "golden"
 NVCC = Path("/usr/local/cuda-13.0/bin/nvcc")
@@ -187,3 +187,13 @@ def test_bash_script_stops_at_a_failing_step(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "FAILED: step first (exit status 1)" in done.stdout
     assert not (tmp_path / "second").exists()
+
+
+def test_write_script_for_build_emit(tmp_path: Path) -> None:
+    out = tmp_path / "build.sh"
+    text = write_script(windows_config(), "bash", out)
+    assert out.read_text() == text
+    assert os.access(out, os.X_OK)
+    assert write_script(windows_config(), "cmd", None).startswith("@echo off")
+    with pytest.raises(InputError):
+        write_script(windows_config(), "bash", tmp_path / "missing" / "dir" / "x.sh")

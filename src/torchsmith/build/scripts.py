@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Literal
 
 from torchsmith.build.model import BuildConfig, Step
-from torchsmith.errors import UsageError
+from torchsmith.errors import InputError, UsageError
 
 Shell = Literal["bash", "powershell", "cmd"]
 SHELLS: tuple[Shell, ...] = ("bash", "powershell", "cmd")
@@ -330,3 +331,20 @@ def _cmd_step(step: Step) -> list[str]:
 
 def _cmd_args(argv: Iterable[str]) -> list[str]:
     return [cmd_quote(arg) for arg in argv]
+
+
+def write_script(config: BuildConfig, shell: Shell, output: Path | None) -> str:
+    """What ``torchsmith build --emit SHELL [-o FILE]`` does: the script, written to ``output``
+    (executable for bash) or returned for printing when ``output`` is None."""
+    text = emit_script(config, shell)
+    if output is None:
+        return text
+    try:
+        output.write_bytes(text.encode("utf-8"))
+        if shell == "bash":
+            output.chmod(output.stat().st_mode | 0o111)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {output}: {exc.strerror or exc}", tip="pass a writable -o path"
+        ) from exc
+    return text
