@@ -351,7 +351,11 @@ def render_diff(d: Any, console: Console) -> None:
     table.add_column("setting")
     table.add_column(f"attempt {d.a}")
     table.add_column(f"attempt {d.b}")
-    for c in (*d.changes, *d.outcome):
+    settings = [c for c in d.changes if not c.key.startswith("step.")]
+    steps = [c.key for c in d.changes if c.key.startswith("step.")]
+    # The step command lines repeat the -D values and environment above: named, not printed.
+    shown = settings if settings else list(d.changes)
+    for c in (*shown, *d.outcome):
         table.add_row(
             escape(c.key),
             escape(c.a if c.a is not None else "(unset)"),
@@ -360,6 +364,10 @@ def render_diff(d: Any, console: Console) -> None:
     if not d.changes:
         console.print("[dim]no difference in configuration, inputs or tools[/dim]")
     console.print(table)
+    if settings and steps:
+        console.print(
+            f"[dim]commands differ accordingly: {', '.join(steps)} (--json has them)[/dim]"
+        )
     console.print(
         f"attempt {d.a}: {_status(d.a_status)} {escape(d.a_diagnosis)}\n"
         f"attempt {d.b}: {_status(d.b_status)} {escape(d.b_diagnosis)}"
