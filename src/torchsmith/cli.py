@@ -26,6 +26,9 @@ COMMANDS: dict[str, str] = {
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
     "verify": "torchsmith.commands.verify:verify",
+    "build": "torchsmith.commands.build:build",
+    "clean": "torchsmith.commands.clean:clean",
+    "attempts": "torchsmith.commands.attempts:attempts",
 }
 
 INTERNAL_ERROR_EXIT = 70

@@ -24,6 +24,9 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "explain": 1,
     "kb": 1,
     "verify": 1,
+    "build": 1,
+    "clean": 1,
+    "attempts": 1,
     "error": 1,
 }
 

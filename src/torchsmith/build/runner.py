@@ -10,6 +10,7 @@ over the log and keeps the diagnoses; after a success it reads the GPU code in w
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -146,6 +147,7 @@ def run_build(
             tools=_tools(config),
             log_path=log_path,
         )
+    _start_compiler_cache(config)
     started_wall = time.time()
     started = time.monotonic()
     steps: list[StepResult] = []
@@ -207,6 +209,20 @@ def run_build(
     return result
 
 
+def _start_compiler_cache(config: BuildConfig) -> None:
+    """Start the sccache server before the build, detached from the build's output.
+
+    Started by the first compile instead, the server inherits that compile's stdout: CMake's
+    compiler checks and our own reader then wait for an end of output that never comes.
+    """
+    if not config.launcher or Path(config.launcher).stem != "sccache":
+        return
+    env = {**os.environ, **config.env}
+    # Already running, or broken: the build's own compiles will say so in the log.
+    with contextlib.suppress(TorchsmithError):
+        cmd.run_detached([config.launcher, "--start-server"], env=env, timeout=60)
+
+
 def _tools(config: BuildConfig) -> dict[str, str | None]:
     return {
         "python": config.python,
@@ -226,13 +242,13 @@ def _run_step(
     timeout_s: float | None,
     on_line: Callable[[str], None] | None,
 ) -> StreamResult:
-    env = {**config.env, **step.env}
+    env = {**os.environ, **config.env, **step.env}
     if console is None:
         return stream(
             step.argv,
             log_path=log_path,
             on_line=on_line,
-            env_overlay=env,
+            env=env,
             cwd=step.cwd,
             timeout=timeout_s,
         )
@@ -251,7 +267,7 @@ def _run_step(
             step.argv,
             log_path=log_path,
             on_line=show,
-            env_overlay=env,
+            env=env,
             cwd=step.cwd,
             timeout=timeout_s,
         )

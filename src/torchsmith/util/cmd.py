@@ -129,6 +129,37 @@ def run(
     return result
 
 
+def run_detached(
+    argv: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Run a command whose children outlive it (a daemon it starts: ``sccache --start-server``).
+
+    Its output goes nowhere: a daemon that inherited our pipes would hold them open, and a reader
+    waiting for their end would wait forever. Returns the exit status.
+    """
+    args = tuple(str(a) for a in argv)
+    tool = Path(args[0]).name if args else "?"
+    log.debug("run detached: %s (timeout %.1fs)", display(args), timeout)
+    try:
+        return subprocess.run(  # noqa: PLW1510 (the status is the answer)
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            timeout=timeout,
+        ).returncode
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise CommandNotFoundError(f"{tool}: cannot be started ({args[0]})") from exc
+    except subprocess.TimeoutExpired:
+        raise CommandTimeoutError(
+            f"{tool}: no answer after {timeout:g}s ({display(args)})"
+        ) from None
+
+
 def signal_group(proc: subprocess.Popen[bytes], *, hard: bool) -> None:
     """SIGTERM (or with ``hard`` SIGKILL) the process and, on POSIX, its whole process group."""
     try:

@@ -1,0 +1,373 @@
+"""Safe cleaning: remove build outputs only, never a tracked file, never anything outside the tree.
+
+:func:`plan_clean` only reads: inside a git work tree it asks git what is ignored (``git ls-files
+--others --ignored --exclude-standard --directory``) and what is untracked; outside git it lists
+only the build directories the project kind defines, and only where they look like build output
+(a CMakeCache.txt, build.ninja, setuptools' temp.*/lib.* folders, wheels, PKG-INFO).
+Untracked files that git does not ignore are kept unless they lie in a known build directory:
+they are as likely a new source file as an output. Anything holding a nested git repository is
+kept. Every entry is checked to lie inside the tree with its parent folders resolved, so a
+symlink out of the tree is removed as a link and never followed.
+
+:func:`execute_clean` is the executor: it deletes only when told the user confirmed, re-checks
+containment, never follows a symlink, makes read-only files and folders writable and retries,
+and on Windows names the process holding a file open where psutil can tell.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchsmith import platforms
+from torchsmith.build.model import ProjectKind
+from torchsmith.errors import InputError, UsageError
+from torchsmith.util import cmd
+
+BUILD_DIR_NAMES = ("build", "dist", "_skbuild", "cmake-build-debug", "cmake-build-release")
+PYTHON_KINDS: tuple[str, ...] = ("pytorch", "torchvision", "torchaudio", "cpp_extension")
+
+
+@dataclass(frozen=True)
+class CleanEntry:
+    path: str  # relative to the tree, "/"-separated
+    kind: str  # "file" | "dir" | "symlink"
+    bytes: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Kept:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CleanPlan:
+    tree: str  # absolute, resolved
+    in_git: bool
+    entries: tuple[CleanEntry, ...]
+    kept: tuple[Kept, ...] = ()
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.bytes for e in self.entries)
+
+
+@dataclass(frozen=True)
+class CleanFailure:
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    tree: str
+    removed: tuple[str, ...]
+    bytes_freed: int
+    failed: tuple[CleanFailure, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+# -- planning -----------------------------------------------------------------------------------
+def plan_clean(tree: Path, kind: ProjectKind | None = None) -> CleanPlan:
+    """What a clean of ``tree`` would remove, with sizes; reads only."""
+    root = _tree_root(tree)
+    top = _git_toplevel(root)
+    if top is not None:
+        entries, kept = _plan_git(root)
+        return CleanPlan(str(root), True, tuple(entries), tuple(kept))
+    entries, kept = _plan_known_dirs(root, kind)
+    return CleanPlan(str(root), False, tuple(entries), tuple(kept))
+
+
+def _tree_root(tree: Path) -> Path:
+    if not tree.exists():
+        raise InputError(f"{tree}: no such directory")
+    if not tree.is_dir():
+        raise InputError(f"{tree}: not a directory", tip="pass the project's source tree")
+    return tree.resolve()
+
+
+def _git_toplevel(root: Path) -> Path | None:
+    try:
+        result = cmd.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], timeout=30)
+    except cmd.CommandNotFoundError:
+        return None
+    if not result.ok or not result.stdout.strip():
+        return None
+    return Path(result.stdout.strip()).resolve()
+
+
+def _git_paths(root: Path, *extra: str) -> list[str]:
+    result = cmd.run(["git", "-C", str(root), "ls-files", "-z", *extra], timeout=120, check=True)
+    return [p for p in result.stdout.split("\0") if p]
+
+
+def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
+    # Paths from ls-files run in ``root`` are relative to root (git prints cwd-relative paths).
+    ignored = _git_paths(root, "--others", "--ignored", "--exclude-standard", "--directory")
+    untracked = _git_paths(root, "--others", "--exclude-standard", "--directory")
+    tracked = set(_git_paths(root, "--cached"))
+    entries: list[CleanEntry] = []
+    kept: list[Kept] = []
+    candidates = [(p, "ignored by git") for p in ignored]
+    for p in untracked:
+        rel = p.rstrip("/")
+        if rel.split("/")[0] in BUILD_DIR_NAMES or _is_egg_info(rel.split("/")[0]):
+            candidates.append((p, "untracked, in a build directory"))
+        else:
+            kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
+    for raw, reason in sorted(candidates):
+        rel = raw.rstrip("/")
+        entry = _entry(root, rel, reason, tracked, kept)
+        if entry is not None:
+            entries.append(entry)
+    return entries, kept
+
+
+def _is_egg_info(name: str) -> bool:
+    return name.endswith(".egg-info")
+
+
+def _entry(
+    root: Path, rel: str, reason: str, tracked: set[str] | None, kept: list[Kept]
+) -> CleanEntry | None:
+    path = root / rel
+    problem = containment_problem(root, path)
+    if problem:
+        kept.append(Kept(rel, problem))
+        return None
+    if tracked is not None:
+        prefix = rel + "/"
+        if rel in tracked or any(t.startswith(prefix) for t in tracked):
+            kept.append(Kept(rel, "holds tracked files"))
+            return None
+    if path.is_symlink():
+        return CleanEntry(rel, "symlink", 0, reason + " (the link only)")
+    if path.is_dir():
+        nested = _nested_repo(path)
+        if nested is not None:
+            kept.append(Kept(rel, f"holds a nested git repository ({nested.relative_to(root)})"))
+            return None
+        return CleanEntry(rel, "dir", tree_bytes(path), reason)
+    if path.exists():
+        return CleanEntry(rel, "file", path.lstat().st_size, reason)
+    return None
+
+
+def containment_problem(root: Path, path: Path) -> str | None:
+    """Why ``path`` must not be removed as part of ``root``, or None when it may.
+
+    The parent folders are resolved (a symlinked folder on the way is followed); the last part
+    is not, so a symlink is judged where it sits, and removing it removes the link only.
+    """
+    try:
+        parent = path.parent.resolve(strict=True)
+    except OSError:
+        return "its folder cannot be resolved"
+    if path == root or (parent == root.parent and path.name == root.name):
+        return "the tree itself"
+    if parent != root and root not in parent.parents:
+        return "outside the tree (through a symlinked folder)"
+    return None
+
+
+def _nested_repo(path: Path) -> Path | None:
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        if ".git" in dirnames or ".git" in filenames:
+            return Path(dirpath)
+    return None
+
+
+def tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                total += (Path(dirpath) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def _plan_known_dirs(root: Path, kind: ProjectKind | None) -> tuple[list[CleanEntry], list[Kept]]:
+    entries: list[CleanEntry] = []
+    kept: list[Kept] = []
+    python_kind = kind is None or kind in PYTHON_KINDS
+    for child in sorted(root.iterdir()):
+        name = child.name
+        if child.is_symlink() or not child.is_dir():
+            continue
+        reason = _build_dir_reason(child, python_kind)
+        if reason is None:
+            if name in BUILD_DIR_NAMES:
+                kept.append(Kept(name, "named like a build directory but holds no build output"))
+            continue
+        entry = _entry(root, name, reason, None, kept)
+        if entry is not None:
+            entries.append(entry)
+    return entries, kept
+
+
+def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
+    name = path.name
+    if (path / "CMakeCache.txt").is_file():
+        return "a CMake build directory (CMakeCache.txt)"
+    if name in BUILD_DIR_NAMES:
+        if (path / "build.ninja").is_file():
+            return "a build directory (build.ninja)"
+        if python_kind and any(
+            c.name.startswith(("temp.", "lib.", "bdist.")) for c in path.iterdir() if c.is_dir()
+        ):
+            return "setuptools build output (temp.*, lib.*)"
+        if name == "dist" and python_kind:
+            files = list(path.iterdir())
+            if files and all(c.name.endswith((".whl", ".tar.gz", ".egg")) for c in files):
+                return "built distributions"
+        if name == "torch_extensions" or (path / "torch_extensions").is_dir():
+            return "a torch_extensions JIT cache"
+    if name == "torch_extensions":
+        return "a torch_extensions JIT cache"
+    if python_kind and _is_egg_info(name) and (path / "PKG-INFO").is_file():
+        return "egg-info metadata"
+    return None
+
+
+# -- executing ----------------------------------------------------------------------------------
+def execute_clean(plan: CleanPlan, *, confirmed: bool) -> CleanResult:
+    """Delete the plan's entries; refuses without ``confirmed`` (the CLI's --yes)."""
+    if not confirmed:
+        raise UsageError(
+            "nothing deleted: cleaning needs confirmation",
+            tip="look at the list, then run again with --yes",
+        )
+    root = Path(plan.tree)
+    if not os.access(root, os.W_OK):
+        raise InputError(
+            f"{root}: no write permission on the tree", tip="clean as the tree's owner"
+        )
+    removed: list[str] = []
+    failed: list[CleanFailure] = []
+    freed = 0
+    for entry in plan.entries:
+        path = root / entry.path
+        problem = containment_problem(root, path)
+        if problem:
+            failed.append(CleanFailure(entry.path, f"skipped: {problem}"))
+            continue
+        if not os.path.lexists(path):
+            continue
+        errors = _remove(path)
+        if errors:
+            failed.extend(CleanFailure(_rel(root, p), m) for p, m in errors)
+        else:
+            removed.append(entry.path)
+            freed += entry.bytes
+    return CleanResult(str(root), tuple(removed), freed, tuple(failed))
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _remove(path: Path) -> list[tuple[Path, str]]:
+    """Remove a file, a link or a folder without ever following a link."""
+    errors: list[tuple[Path, str]] = []
+    if path.is_symlink() or not path.is_dir():
+        _unlink(path, errors)
+        return errors
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False, followlinks=False):
+        here = Path(dirpath)
+        for name in filenames:
+            _unlink(here / name, errors)
+        for name in dirnames:
+            sub = here / name
+            if sub.is_symlink():
+                _unlink(sub, errors)
+            else:
+                _rmdir(sub, errors)
+    _rmdir(path, errors)
+    return errors
+
+
+def _make_writable(path: Path) -> None:
+    for target in (path.parent, path):
+        try:
+            if target.is_symlink():
+                continue
+            mode = target.lstat().st_mode
+            target.chmod(
+                stat.S_IMODE(mode) | stat.S_IWRITE | (stat.S_IXUSR if target.is_dir() else 0),
+            )
+        except OSError:
+            continue
+
+
+def _unlink(path: Path, errors: list[tuple[Path, str]]) -> None:
+    _retry(path, os.unlink, errors)
+
+
+def _rmdir(path: Path, errors: list[tuple[Path, str]]) -> None:
+    if any(p == path or path in p.parents for p, _ in errors):
+        return  # something inside stayed; the folder cannot go
+    _retry(path, os.rmdir, errors)
+
+
+def _retry(path: Path, action: object, errors: list[tuple[Path, str]]) -> None:
+    assert callable(action)
+    try:
+        action(path)
+        return
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        _make_writable(path)
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+        return
+    try:
+        action(path)
+    except FileNotFoundError:
+        return
+    except PermissionError as exc:
+        errors.append((path, _held_message(path, exc)))
+    except OSError as exc:
+        errors.append((path, exc.strerror or str(exc)))
+
+
+def _held_message(path: Path, exc: PermissionError) -> str:
+    held = getattr(exc, "winerror", None) == 32
+    if platforms.current_os() == "windows" and held:
+        holders = file_holders(path)
+        if holders:
+            return "in use by " + ", ".join(holders) + "; close it and run clean again"
+        return "in use by another process; close it and run clean again"
+    return f"permission denied ({exc.strerror or exc})"
+
+
+def file_holders(path: Path, processes: Iterable[object] | None = None) -> list[str]:
+    """The processes holding ``path`` open, as "name (pid N)", where psutil can tell."""
+    import psutil  # noqa: PLC0415
+
+    target = os.path.normcase(Path(path).absolute())
+    found: list[str] = []
+    for proc in processes if processes is not None else psutil.process_iter(["pid", "name"]):
+        try:
+            assert isinstance(proc, psutil.Process)
+            for opened in proc.open_files():
+                if os.path.normcase(Path(opened.path).absolute()) == target:
+                    found.append(f"{proc.name()} (pid {proc.pid})")
+                    break
+        except (psutil.Error, OSError):
+            continue
+    return found

@@ -1,0 +1,350 @@
+"""Standalone build scripts: the same environment and steps as ``torchsmith build``, written out.
+
+``emit_script(config, shell)`` is pure: it turns a :class:`BuildConfig` into the text of a bash,
+PowerShell or cmd script that checks the tools it needs, sets the same environment, optionally
+cleans the project's build directory (only when ``TORCHSMITH_CLEAN=1``), runs every step in its
+folder, checks each step's exit status and logs every line with a timestamp.
+
+Quoting, per shell:
+- bash: every word through :func:`shlex.quote` (single quotes; ``'`` as ``'"'"'``).
+- PowerShell: every word in single quotes, ``'`` doubled; nothing inside expands.
+- cmd: every word that is not plainly safe in double quotes; ``%`` doubled (a batch file expands
+  ``%`` even inside quotes). A ``"`` inside a value cannot be passed reliably through cmd, so
+  such a config is refused (UsageError). Log messages are made inert (see cmd_echo_text).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from torchsmith.build.model import BuildConfig, Step
+from torchsmith.errors import InputError, UsageError
+
+Shell = Literal["bash", "powershell", "cmd"]
+SHELLS: tuple[Shell, ...] = ("bash", "powershell", "cmd")
+EXTENSIONS: dict[Shell, str] = {"bash": ".sh", "powershell": ".ps1", "cmd": ".cmd"}
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CMD_SAFE = re.compile(r"[A-Za-z0-9_\-+./:\\@]+\Z")
+_CMD_SPECIAL = re.compile(r'[&|<>^%"]')
+CLEAN_VAR = "TORCHSMITH_CLEAN"
+
+
+def emit_script(config: BuildConfig, shell: Shell) -> str:
+    """The text of a standalone script for ``shell`` that runs ``config``'s build."""
+    _check_names(config)
+    if shell == "bash":
+        return _bash(config)
+    if shell == "powershell":
+        return _powershell(config)
+    if shell == "cmd":
+        return _cmd(config)
+    raise UsageError(f"unknown shell {shell!r}", tip=f"pick one of: {', '.join(SHELLS)}")
+
+
+def _check_names(config: BuildConfig) -> None:
+    names = list(config.env)
+    for step in config.steps:
+        names.extend(step.env)
+        if not step.argv:
+            raise UsageError(f"build step {step.name!r} has no command")
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise UsageError(
+                f"environment variable name {name!r} cannot be set from a script",
+                tip="use letters, digits and underscores only",
+            )
+
+
+def _title(config: BuildConfig) -> list[str]:
+    project = config.project
+    lines = [
+        f"Build script for {project.name or project.path} ({project.kind}, {project.build_system})",
+        "written by torchsmith: the same environment and steps as 'torchsmith build'",
+        f"profile {config.profile}; archs {';'.join(config.arch_list) or '(none)'}; "
+        f"jobs {config.jobs}; cache {config.cache}",
+        f"set {CLEAN_VAR}=1 to remove the build directory first",
+    ]
+    return [line.replace("\n", " ").replace("\r", " ") for line in lines]
+
+
+def _tool_checks(config: BuildConfig) -> list[str]:
+    """The programs the steps start, in order, each once."""
+    seen: dict[str, None] = {}
+    for step in config.steps:
+        seen.setdefault(step.argv[0], None)
+    return list(seen)
+
+
+def _clean_dir(config: BuildConfig) -> str | None:
+    """The build directory to remove on request: inside the tree, never the tree itself."""
+    build_dir = config.project.build_dir
+    if not build_dir:
+        return None
+    parts = build_dir.replace("\\", "/").split("/")
+    if build_dir.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", build_dir):
+        return None
+    if all(part in ("", ".") for part in parts):
+        return None
+    return build_dir
+
+
+# -- bash ---------------------------------------------------------------------------------------
+def _bash(config: BuildConfig) -> str:
+    q = shlex.quote
+    tree = config.project.path
+    out = ["#!/usr/bin/env bash", *(f"# {line}" for line in _title(config))]
+    out += [
+        "set -euo pipefail",
+        "",
+        'LOG="${TORCHSMITH_LOG:-torchsmith-build-$(date -u +%Y%m%dT%H%M%SZ).log}"',
+        'exec > >(tee -a "$LOG") 2>&1',
+        'log() { printf \'%s %s\\n\' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }',
+        'fail() { log "FAILED: $*"; exit 1; }',
+        "",
+        "log 'checking tools'",
+    ]
+    for tool in _tool_checks(config):
+        out.append(f"command -v {q(tool)} >/dev/null 2>&1 || fail {q('not found: ' + tool)}")
+    if config.cuda_home:
+        nvcc = config.cuda_home.rstrip("/") + "/bin/nvcc"
+        out.append(f"[ -x {q(nvcc)} ] || fail {q('no nvcc at ' + nvcc)}")
+    out += ["", "log 'environment'"]
+    for name, value in config.env.items():
+        out.append(f"export {name}={q(value)}")
+    clean = _clean_dir(config)
+    if clean:
+        target = tree.rstrip("/") + "/" + clean
+        out += [
+            "",
+            f'if [ "${{{CLEAN_VAR}:-0}}" = 1 ]; then',
+            f"  log {q('clean: removing ' + target)}",
+            f"  rm -rf -- {q(target)}",
+            "fi",
+        ]
+    for step in config.steps:
+        out += ["", *_bash_step(step)]
+    out += ["", "log 'build finished'", ""]
+    return "\n".join(out)
+
+
+def _bash_step(step: Step) -> list[str]:
+    q = shlex.quote
+    prefix = "".join(f"{name}={q(value)} " for name, value in step.env.items())
+    command = prefix + " ".join(q(arg) for arg in step.argv)
+    return [
+        f"log {q('step ' + step.name + ': ' + ' '.join(step.argv))}",
+        f"cd -- {q(step.cwd)} || fail {q('no folder ' + step.cwd)}",
+        f'{command} || fail {q("step " + step.name)}" (exit status $?)"',
+    ]
+
+
+# -- PowerShell ---------------------------------------------------------------------------------
+def ps_quote(value: str) -> str:
+    """A PowerShell single-quoted literal: nothing inside expands; ``'`` doubles.
+
+    PowerShell also treats the typographic quotes U+2018..U+201B as single quotes; double them too.
+    """
+    return "'" + re.sub(r"(['\u2018\u2019\u201a\u201b])", r"\1\1", value) + "'"
+
+
+def _powershell(config: BuildConfig) -> str:
+    p = ps_quote
+    tree = config.project.path
+    out = [*(f"# {line}" for line in _title(config))]
+    out += [
+        "$ErrorActionPreference = 'Stop'",
+        "Set-StrictMode -Version 3.0",
+        "$Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else "
+        "{ 'torchsmith-build-' + "
+        "(Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }",
+        "function Write-Log([string]$Message) {",
+        "    $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' "
+        "+ $Message",
+        "    Write-Host $line",
+        "    Add-Content -LiteralPath $Log -Value $line",
+        "}",
+        "function Stop-Build([string]$Message) { Write-Log ('FAILED: ' + $Message); exit 1 }",
+        "",
+        "Write-Log 'checking tools'",
+    ]
+    for tool in _tool_checks(config):
+        out.append(
+            f"if (-not (Get-Command -Name {p(tool)} -ErrorAction SilentlyContinue)) "
+            f"{{ Stop-Build {p('not found: ' + tool)} }}"
+        )
+    if config.cuda_home:
+        nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
+        out.append(
+            f"if (-not (Test-Path -LiteralPath {p(nvcc)})) "
+            f"{{ Stop-Build {p('no nvcc at ' + nvcc)} }}"
+        )
+    out += ["", "Write-Log 'environment'"]
+    for name, value in config.env.items():
+        out.append(f"$env:{name} = {p(value)}")
+    clean = _clean_dir(config)
+    if clean:
+        target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
+        out += [
+            "",
+            f"if ($env:{CLEAN_VAR} -eq '1' -and (Test-Path -LiteralPath {p(target)})) {{",
+            f"    Write-Log {p('clean: removing ' + target)}",
+            f"    Remove-Item -LiteralPath {p(target)} -Recurse -Force",
+            "}",
+        ]
+    for step in config.steps:
+        out += ["", *_ps_step(step)]
+    out += ["", "Write-Log 'build finished'", ""]
+    return "\r\n".join(out)
+
+
+def _ps_step(step: Step) -> list[str]:
+    p = ps_quote
+    out = [f"Write-Log {p('step ' + step.name + ': ' + ' '.join(step.argv))}"]
+    out.append(f"Set-Location -LiteralPath {p(step.cwd)}")
+    for name, value in step.env.items():
+        out.append(f"$env:{name} = {p(value)}")
+    out.append("& " + " ".join(p(arg) for arg in step.argv))
+    out.append(
+        "if ($LASTEXITCODE -ne 0) "
+        f"{{ Stop-Build ({p('step ' + step.name + ' (exit status ')} + $LASTEXITCODE + ')') }}"
+    )
+    for name in step.env:
+        out.append(f"Remove-Item -LiteralPath Env:{name} -ErrorAction SilentlyContinue")
+    return out
+
+
+# -- cmd ----------------------------------------------------------------------------------------
+def cmd_quote(value: str) -> str:
+    """One argument for a line of a batch file, with ``%`` doubled.
+
+    Safe words stay bare; all others go in double quotes, where ``& | < > ( ) ^ ; , =`` and
+    spaces lose their meaning. A ``"`` in the value cannot be passed safely: UsageError.
+    """
+    _no_quote_or_newline(value)
+    if _CMD_SAFE.match(value):
+        return value
+    return '"' + value.replace("%", "%%") + '"'
+
+
+def cmd_echo_text(value: str) -> str:
+    """Log text for ``call :log`` in a batch file, made inert.
+
+    ``call`` doubles carets and ``echo %*`` re-parses its arguments, so no escaping survives
+    both; instead the characters cmd acts on are replaced: ``( )`` by ``[ ]``, ``& | < > ^ %
+    "`` by ``_``. The text is only a log message; commands and values are quoted exactly.
+    """
+    _no_quote_or_newline(value, allow_quote=True)
+    return _CMD_SPECIAL.sub("_", value.translate(str.maketrans("()", "[]")))
+
+
+def _no_quote_or_newline(value: str, *, allow_quote: bool = False) -> None:
+    if ("\n" in value or "\r" in value) or (not allow_quote and '"' in value):
+        raise UsageError(
+            f"{value!r} cannot be written safely into a cmd script (a double quote or a newline)",
+            tip="emit a PowerShell script instead (--emit powershell)",
+        )
+
+
+def _cmd(config: BuildConfig) -> str:
+    tree = config.project.path
+    out = ["@echo off", *(f"rem {cmd_echo_text(line)}" for line in _title(config))]
+    out += [
+        "setlocal EnableExtensions DisableDelayedExpansion",
+        'if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"',
+        "",
+        "call :log checking tools",
+    ]
+    for tool in _tool_checks(config):
+        if any(sep in tool for sep in ("\\", "/")):
+            out.append(
+                f"if not exist {cmd_quote(tool)} "
+                f"(call :fail {cmd_echo_text('not found: ' + tool)} & exit /b 1)"
+            )
+        else:
+            out.append(
+                f"where /q {cmd_quote(tool)} || (call :fail {cmd_echo_text('not found: ' + tool)}"
+                " & exit /b 1)"
+            )
+    if config.cuda_home:
+        nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
+        out.append(
+            f"if not exist {cmd_quote(nvcc)} "
+            f"(call :fail {cmd_echo_text('no nvcc at ' + nvcc)} & exit /b 1)"
+        )
+    out += ["", "call :log environment"]
+    out += _cmd_sets(config.env)
+    clean = _clean_dir(config)
+    if clean:
+        target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
+        out += [
+            "",
+            f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} rmdir /s /q {cmd_quote(target)}',
+        ]
+    for step in config.steps:
+        out += ["", *_cmd_step(step)]
+    out += [
+        "",
+        "call :log build finished",
+        "exit /b 0",
+        "",
+        ":log",
+        "echo %DATE% %TIME% %*",
+        '>>"%TORCHSMITH_LOG%" echo %DATE% %TIME% %*',
+        "exit /b 0",
+        "",
+        ":fail",
+        "call :log FAILED: %*",
+        "exit /b 1",
+        "",
+    ]
+    return "\r\n".join(out)
+
+
+def _cmd_sets(env: Mapping[str, str]) -> list[str]:
+    out = []
+    for name, value in env.items():
+        _no_quote_or_newline(value)
+        out.append(f'set "{name}={value.replace("%", "%%")}"')
+    return out
+
+
+def _cmd_step(step: Step) -> list[str]:
+    out = [f"call :log {cmd_echo_text('step ' + step.name + ': ' + ' '.join(step.argv))}"]
+    out.append(
+        f"cd /d {cmd_quote(step.cwd)} || (call :fail {cmd_echo_text('no folder ' + step.cwd)}"
+        " & exit /b 1)"
+    )
+    if step.env:
+        out.append("setlocal")
+        out += _cmd_sets(step.env)
+    out.append(" ".join(_cmd_args(step.argv)))
+    out.append(f"if errorlevel 1 (call :fail {cmd_echo_text('step ' + step.name)} & exit /b 1)")
+    if step.env:
+        out.append("endlocal")
+    return out
+
+
+def _cmd_args(argv: Iterable[str]) -> list[str]:
+    return [cmd_quote(arg) for arg in argv]
+
+
+def write_script(config: BuildConfig, shell: Shell, output: Path | None) -> str:
+    """What ``torchsmith build --emit SHELL [-o FILE]`` does: the script, written to ``output``
+    (executable for bash) or returned for printing when ``output`` is None."""
+    text = emit_script(config, shell)
+    if output is None:
+        return text
+    try:
+        output.write_bytes(text.encode("utf-8"))
+        if shell == "bash":
+            output.chmod(output.stat().st_mode | 0o111)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {output}: {exc.strerror or exc}", tip="pass a writable -o path"
+        ) from exc
+    return text

@@ -1,0 +1,374 @@
+"""Attempts from the ledger as tables, diffs and a publishable build log (Markdown or HTML).
+
+The comparison people write by hand: :func:`flatten` turns one attempt into ``key -> value``
+(environment, CMake -D values, arch list, toolkit, compiler, jobs, launcher, git commit, tool
+versions, outcome); :func:`diff_attempts` names every key whose value differs. :func:`export_md`
+writes every attempt (its full commands as a code block, what changed from the one before, how it
+ended and why) and then the patterns across attempts. Everything here is pure except the Rich views.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from torchsmith.ledger import Attempt
+
+_CONFIG_KEYS = (
+    "profile",
+    "python",
+    "cuda_home",
+    "cuda_version",
+    "host_compiler",
+    "jobs",
+    "nvcc_threads",
+    "cache",
+    "launcher",
+)
+_OUTCOME_KEYS = ("outcome.status", "outcome.exit_code", "outcome.diagnosis", "outcome.archs")
+_CAP = re.compile(r"\((\d+\.\d+)\)")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ";".join(_text(v) for v in value)
+    return str(value)
+
+
+def diagnosis_line(attempt: Attempt) -> str:
+    titles = [str(d.get("title") or d.get("rule") or "") for d in attempt.diagnoses]
+    titles = [t for t in titles if t]
+    if titles:
+        return titles[0] + (f" (+{len(titles) - 1} more)" if len(titles) > 1 else "")
+    reason = attempt.result.get("reason") if isinstance(attempt.result, dict) else None
+    return str(reason) if reason else ""
+
+
+def flatten(attempt: Attempt) -> dict[str, str]:
+    """One attempt as ``key -> value`` text, the rows a diff compares."""
+    config = attempt.config or {}
+    flat: dict[str, str] = {}
+    flat["project_kind"] = _text(attempt.project_kind)
+    flat["tree"] = _text(attempt.tree)
+    flat["arch_list"] = _text(config.get("arch_list"))
+    for key in _CONFIG_KEYS:
+        if key in config:
+            flat[key] = _text(config[key])
+    for name, value in sorted((config.get("env") or {}).items()):
+        flat[f"env.{name}"] = _text(value)
+    loose: list[str] = []
+    for arg in config.get("cmake_args") or ():
+        match = re.match(r"-D([^=:]+)(?::[A-Z]+)?=(.*)\Z", str(arg), re.S)
+        if match:
+            flat[f"cmake.{match.group(1)}"] = match.group(2)
+        else:
+            loose.append(str(arg))
+    if loose:
+        flat["cmake_args"] = " ".join(loose)
+    for step in config.get("steps") or ():
+        env = step.get("env") or {}
+        prefix = "".join(f"{k}={shlex.quote(str(v))} " for k, v in sorted(env.items()))
+        flat[f"step.{step.get('name')}"] = prefix + shlex.join(str(a) for a in step.get("argv", ()))
+    flat["git_commit"] = _text(attempt.git_commit)
+    flat["git_dirty"] = _text(attempt.git_dirty)
+    for name, value in sorted((attempt.tools or {}).items()):
+        flat[f"tool.{name}"] = _text(value)
+    flat["outcome.status"] = attempt.status
+    flat["outcome.exit_code"] = _text(attempt.exit_code)
+    flat["outcome.diagnosis"] = diagnosis_line(attempt)
+    flat["outcome.archs"] = _text(attempt.archs)
+    return flat
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    a: str | None  # None: not set in A
+    b: str | None
+
+
+@dataclass(frozen=True)
+class AttemptDiff:
+    a: int
+    b: int
+    a_status: str
+    b_status: str
+    a_diagnosis: str
+    b_diagnosis: str
+    changes: tuple[Change, ...]  # configuration and inputs
+    outcome: tuple[Change, ...]  # how each ended
+
+
+def diff_attempts(a: Attempt, b: Attempt) -> AttemptDiff:
+    fa, fb = flatten(a), flatten(b)
+    changes: list[Change] = []
+    outcome: list[Change] = []
+    for key in sorted(set(fa) | set(fb), key=_order):
+        va, vb = fa.get(key), fb.get(key)
+        if va == vb:
+            continue
+        (outcome if key.startswith("outcome.") else changes).append(Change(key, va, vb))
+    return AttemptDiff(
+        a.id,
+        b.id,
+        a.status,
+        b.status,
+        diagnosis_line(a),
+        diagnosis_line(b),
+        tuple(changes),
+        tuple(outcome),
+    )
+
+
+def _order(key: str) -> tuple[int, str]:
+    groups = ("arch_list", "env.", "cmake.", "cmake_args", "step.", "git_", "tool.", "outcome.")
+    for rank, prefix in enumerate(groups):
+        if key.startswith(prefix):
+            return rank + 1, key
+    return 0, key
+
+
+def change_summary(changes: tuple[Change, ...]) -> list[str]:
+    """Changes as short sentences, without the step lines (they repeat the -D values)."""
+    out = []
+    for c in changes:
+        if c.key.startswith("step."):
+            continue
+        if c.a is None:
+            out.append(f"{c.key} set to {c.b!r}")
+        elif c.b is None:
+            out.append(f"{c.key} unset (was {c.a!r})")
+        else:
+            out.append(f"{c.key}: {c.a!r} -> {c.b!r}")
+    return out
+
+
+# -- export -------------------------------------------------------------------------------------
+def _commands(attempt: Attempt) -> str:
+    config = attempt.config or {}
+    lines = [
+        f"export {k}={shlex.quote(str(v))}" for k, v in sorted((config.get("env") or {}).items())
+    ]
+    for step in config.get("steps") or ():
+        cwd = step.get("cwd")
+        if cwd:
+            lines.append(f"cd {shlex.quote(str(cwd))}")
+        env = step.get("env") or {}
+        prefix = "".join(f"{k}={shlex.quote(str(v))} " for k, v in sorted(env.items()))
+        lines.append(prefix + shlex.join(str(a) for a in step.get("argv", ())))
+    if not lines and attempt.command:
+        lines.append(shlex.join(attempt.command))
+    return "\n".join(lines) or "(no command recorded)"
+
+
+def _gpu_caps(attempts: list[Attempt]) -> list[str]:
+    caps: dict[str, None] = {}
+    for attempt in attempts:
+        for gpu in (attempt.probe or {}).get("gpus") or ():
+            cap = gpu.get("compute_capability") if isinstance(gpu, dict) else None
+            if cap:
+                caps.setdefault(str(cap), None)
+        for name in (attempt.config or {}).get("gpus") or ():
+            match = _CAP.search(str(name))
+            if match:
+                caps.setdefault(match.group(1), None)
+    return list(caps)
+
+
+def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
+    """(which change came before which outcome, what was never tried), oldest first."""
+    seen: list[str] = []
+    for before, after in itertools.pairwise(attempts):
+        d = diff_attempts(before, after)
+        changed = [c.key for c in d.changes if not c.key.startswith(("step.", "tool.", "git_"))]
+        if not changed:
+            changed = [c.key for c in d.changes]
+        what = ", ".join(changed) if changed else "nothing recorded"
+        if before.status != after.status:
+            seen.append(
+                f"attempt {after.id}: after changing {what}, "
+                f"{before.status} -> {after.status}"
+                + (f" ({diagnosis_line(after)})" if diagnosis_line(after) else "")
+            )
+        elif changed:
+            seen.append(
+                f"attempt {after.id}: changing {what} did not change the outcome ({after.status})"
+            )
+    never: list[str] = []
+    arch_lists = [tuple((a.config or {}).get("arch_list") or ()) for a in attempts]
+    for cap in _gpu_caps(attempts):
+        if not any(cap in {x.split("+")[0] for x in archs} for archs in arch_lists):
+            never.append(f"the arch list was never set to the GPU's own arch ({cap})")
+    caches = {str((a.config or {}).get("cache")) for a in attempts if a.config}
+    if caches and caches <= {"none", "None"}:
+        never.append("a compiler cache (sccache or ccache) was never used")
+    jobs = {str((a.config or {}).get("jobs")) for a in attempts if a.config}
+    if (
+        len(attempts) > 1
+        and len(jobs) == 1
+        and any(
+            "memory" in diagnosis_line(a).lower() or "killed" in diagnosis_line(a).lower()
+            for a in attempts
+        )
+    ):
+        never.append(f"fewer parallel jobs (always {jobs.pop()})")
+    if any(a.git_dirty for a in attempts) and not any(a.git_dirty is False for a in attempts):
+        never.append("a build from a clean git checkout (every attempt had local changes)")
+    return seen, never
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}bash\n{text}\n{ticks}"
+
+
+def export_md(attempts: list[Attempt]) -> str:
+    """The build log as Markdown, oldest attempt first."""
+    ordered = sorted(attempts, key=lambda a: a.id)
+    out = ["# Build log", ""]
+    if ordered:
+        out.append(
+            f"{len(ordered)} attempts from {ordered[0].started_at} to {ordered[-1].started_at}, "
+            "recorded by torchsmith."
+        )
+        out.append("")
+    previous: Attempt | None = None
+    for attempt in ordered:
+        kind = attempt.project_kind or attempt.kind
+        out += [f"## Attempt {attempt.id}: {attempt.status}", ""]
+        facts = [
+            f"- **When:** {attempt.started_at}"
+            + (f" ({attempt.duration_s:.1f} s)" if attempt.duration_s is not None else ""),
+            f"- **Tree:** `{attempt.tree or '?'}` ({kind})",
+        ]
+        if attempt.git_commit:
+            dirty = ", with local changes" if attempt.git_dirty else ""
+            facts.append(f"- **Commit:** `{attempt.git_commit[:12]}`{dirty}")
+        archs = _text((attempt.config or {}).get("arch_list"))
+        if archs:
+            facts.append(f"- **Arch list:** `{archs}`")
+        out += [*facts, "", _fence(_commands(attempt)), ""]
+        if previous is not None:
+            lines = change_summary(diff_attempts(previous, attempt).changes)
+            out.append(f"**Changed from attempt {previous.id}:**")
+            out.append("")
+            out += [f"- `{line}`" for line in lines] or ["- nothing in the configuration"]
+            out.append("")
+        outcome = f"**Outcome:** {attempt.status}"
+        if attempt.exit_code is not None:
+            outcome += f" (exit status {attempt.exit_code})"
+        diagnosis = diagnosis_line(attempt)
+        if diagnosis:
+            outcome += f": {diagnosis}"
+        out += [outcome, ""]
+        if attempt.archs:
+            out += [f"Archs in the result: `{_text(attempt.archs)}`", ""]
+        previous = attempt
+    seen, never = patterns(ordered)
+    out += ["## Patterns", ""]
+    out += [f"- {line}" for line in seen] or ["- only one attempt, or no change of outcome"]
+    out += ["", "## Never tried", ""]
+    out += [f"- {line}" for line in never] or ["- nothing obvious"]
+    out.append("")
+    return "\n".join(out)
+
+
+def export_html(attempts: list[Attempt]) -> str:
+    from markdown_it import MarkdownIt  # noqa: PLC0415 (a dependency of Rich)
+
+    body = MarkdownIt("commonmark").render(export_md(attempts))
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape('Build log')}</title>\n"
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
+        "pre{background:#f4f4f4;padding:.8em;overflow-x:auto}</style>\n"
+        f"</head>\n<body>\n{body}</body>\n</html>\n"
+    )
+
+
+# -- Rich views ---------------------------------------------------------------------------------
+_STATUS_STYLE = {"succeeded": "green", "failed": "red", "died": "red", "interrupted": "yellow"}
+
+
+def _status(status: str) -> str:
+    style = _STATUS_STYLE.get(status, "bold")
+    return f"[{style}]{status}[/{style}]"
+
+
+def render_list(attempts: Any, console: Console) -> None:
+    if not attempts:
+        console.print("no attempts recorded yet")
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("id", "kind", "started", "status", "took", "tree", "why"):
+        table.add_column(column)
+    for a in attempts:
+        assert isinstance(a, Attempt)
+        took = f"{a.duration_s:.1f}s" if a.duration_s is not None else ""
+        table.add_row(
+            str(a.id),
+            a.kind,
+            a.started_at[:19],
+            _status(a.status),
+            took,
+            escape(a.tree or ""),
+            escape(diagnosis_line(a)),
+        )
+    console.print(table)
+
+
+def render_show(attempt: Any, console: Console) -> None:
+    assert isinstance(attempt, Attempt)
+    console.print(f"[bold]attempt {attempt.id}[/bold] {attempt.kind} {_status(attempt.status)}")
+    table = Table(box=None, show_header=False)
+    table.add_column(style="dim")
+    table.add_column()
+    for key, value in flatten(attempt).items():
+        if value:
+            table.add_row(escape(key), escape(value))
+    if attempt.log_path:
+        table.add_row("log", escape(attempt.log_path))
+    console.print(table)
+
+
+def render_diff(d: Any, console: Console) -> None:
+    assert isinstance(d, AttemptDiff)
+    table = Table(box=None, header_style="bold")
+    table.add_column("setting")
+    table.add_column(f"attempt {d.a}")
+    table.add_column(f"attempt {d.b}")
+    settings = [c for c in d.changes if not c.key.startswith("step.")]
+    steps = [c.key for c in d.changes if c.key.startswith("step.")]
+    # The step command lines repeat the -D values and environment above: named, not printed.
+    shown = settings if settings else list(d.changes)
+    for c in (*shown, *d.outcome):
+        table.add_row(
+            escape(c.key),
+            escape(c.a if c.a is not None else "(unset)"),
+            escape(c.b if c.b is not None else "(unset)"),
+        )
+    if not d.changes:
+        console.print("[dim]no difference in configuration, inputs or tools[/dim]")
+    console.print(table)
+    if settings and steps:
+        console.print(
+            f"[dim]commands differ accordingly: {', '.join(steps)} (--json has them)[/dim]"
+        )
+    console.print(
+        f"attempt {d.a}: {_status(d.a_status)} {escape(d.a_diagnosis)}\n"
+        f"attempt {d.b}: {_status(d.b_status)} {escape(d.b_diagnosis)}"
+    )

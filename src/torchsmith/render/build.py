@@ -1,0 +1,103 @@
+"""Rich views of ``torchsmith build``: the plan (dry run) and the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from torchsmith.build.model import BuildConfig
+from torchsmith.build.runner import BuildResult
+from torchsmith.probe.model import Finding
+from torchsmith.util.cmd import display
+
+_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What --dry-run shows (and what a build shows before it runs)."""
+
+    config: BuildConfig
+    findings: tuple[Finding, ...]
+    blocked: bool  # an error-severity finding stops the build (unless --force)
+
+
+def render_findings(findings: tuple[Finding, ...], console: Console) -> None:
+    for f in findings:
+        style = _STYLE.get(f.severity, "bold")
+        console.print(
+            f"[{style}]{f.severity}[/{style}] [dim]{f.category}[/dim] {escape(f.message)}",
+            soft_wrap=True,
+        )
+        console.print(f"   [bold]fix:[/bold] {escape(f.fix)}", soft_wrap=True)
+
+
+def render_plan(plan: Any, console: Console) -> None:
+    assert isinstance(plan, BuildPlan)
+    config = plan.config
+    project = config.project
+    console.print(
+        f"[bold]{escape(project.name or project.path)}[/bold] "
+        f"[dim]{project.kind} · {project.build_system} · {escape(project.path)}[/dim]"
+    )
+    for c in config.choices:
+        console.print(
+            f"  [cyan]{escape(c.key)}[/cyan] = {escape(c.value)}  [dim]{escape(c.reason)}[/dim]",
+            soft_wrap=True,
+        )
+    if plan.findings:
+        console.print("[bold]preflight[/bold]")
+        render_findings(plan.findings, console)
+    else:
+        console.print("[bold green]preflight: nothing found[/bold green]")
+    console.print("[bold]commands[/bold]")
+    for key in sorted(config.env):
+        console.print(f"  export {key}={escape(config.env[key])}", soft_wrap=True)
+    for step in config.steps:
+        console.print(
+            f"  [dim]({step.name}, in {escape(step.cwd)})[/dim] {escape(display(step.argv))}",
+            soft_wrap=True,
+        )
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024**3:.1f} GB" if n >= 1024**3 else f"{n / 1024**2:.0f} MB"
+
+
+def render_build(result: Any, console: Console) -> None:
+    assert isinstance(result, BuildResult)
+    style = "bold green" if result.ok else "bold red"
+    word = {"succeeded": "built", "failed": "FAILED", "interrupted": "INTERRUPTED"}[result.status]
+    console.print(
+        f"[{style}]{word}[/{style}] in {result.duration_s:.1f}s, peak memory "
+        f"{_size(result.peak_rss_bytes)} (whole process tree)"
+        + (f", attempt #{result.attempt_id}" if result.attempt_id is not None else "")
+    )
+    if result.reason and result.status != "succeeded":
+        console.print(f"  {escape(result.reason)}")
+    for step in result.steps:
+        console.print(
+            f"  [dim]{step.name}: {step.status} in {step.duration_s:.1f}s[/dim]", soft_wrap=True
+        )
+    if result.status == "succeeded":
+        targets = ", ".join(result.targets) or "none asked"
+        sass = ", ".join(result.sass) or "none"
+        console.print(
+            f"  GPU code: SASS {sass}"
+            + (f", PTX {', '.join(result.ptx)}" if result.ptx else "")
+            + f" (targets: {targets})"
+        )
+    if result.diagnoses:
+        top = result.diagnoses[0]
+        console.print(
+            f"[bold]most likely cause:[/bold] {escape(top.title)} [dim]{top.category}[/dim]"
+        )
+        for line in top.evidence[:3]:
+            console.print(f"   [dim]>[/dim] {escape(line)}", soft_wrap=True)
+        console.print(f"   [bold]fix:[/bold] {escape(top.fix.splitlines()[0] if top.fix else '')}")
+    if result.findings:
+        render_findings(result.findings, console)
+    console.print(f"  [dim]log: {escape(result.log_path)}[/dim]", soft_wrap=True)

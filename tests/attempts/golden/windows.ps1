@@ -1,0 +1,37 @@
+# Build script for my_ext (cpp_extension, setup.py)
+# written by torchsmith: the same environment and steps as 'torchsmith build'
+# profile fast; archs 8.6;12.0+PTX; jobs 8; cache none
+# set TORCHSMITH_CLEAN=1 to remove the build directory first
+$ErrorActionPreference = 'Stop'
+Set-StrictMode -Version 3.0
+$Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else { 'torchsmith-build-' + (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }
+function Write-Log([string]$Message) {
+    $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + $Message
+    Write-Host $line
+    Add-Content -LiteralPath $Log -Value $line
+}
+function Stop-Build([string]$Message) { Write-Log ('FAILED: ' + $Message); exit 1 }
+
+Write-Log 'checking tools'
+if (-not (Get-Command -Name 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' -ErrorAction SilentlyContinue)) { Stop-Build 'not found: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' }
+if (-not (Test-Path -LiteralPath 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe')) { Stop-Build 'no nvcc at C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe' }
+
+Write-Log 'environment'
+$env:CUDA_HOME = 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9'
+$env:TORCH_CUDA_ARCH_LIST = '8.6;12.0+PTX'
+$env:MAX_JOBS = '8'
+$env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''
+
+if ($env:TORCHSMITH_CLEAN -eq '1' -and (Test-Path -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build')) {
+    Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
+    Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
+}
+
+Write-Log 'step build: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe setup.py build_ext --inplace -DFLAG=a&b|c^d%PATH%'
+Set-Location -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)'
+$env:DISTUTILS_USE_SDK = '1'
+& 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' 'setup.py' 'build_ext' '--inplace' '-DFLAG=a&b|c^d%PATH%'
+if ($LASTEXITCODE -ne 0) { Stop-Build ('step build (exit status ' + $LASTEXITCODE + ')') }
+Remove-Item -LiteralPath Env:DISTUTILS_USE_SDK -ErrorAction SilentlyContinue
+
+Write-Log 'build finished'

@@ -1,0 +1,209 @@
+"""Safe cleaning on a tree full of traps: only build outputs go; the canary outside survives."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from torchsmith import platforms
+from torchsmith.build import clean as clean_mod
+from torchsmith.build.clean import execute_clean, file_holders, plan_clean
+from torchsmith.cli import main
+from torchsmith.errors import InputError, UsageError
+
+
+def git(tree: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def trap(tmp_path: Path) -> tuple[Path, Path]:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "canary.txt").write_text("must survive")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    git(tree, "init", "-q")
+    (tree / ".gitignore").write_text("build/\n*.o\n/dist\n*.egg-info/\n")
+    (tree / "src").mkdir()
+    (tree / "src" / "kernel.cu").write_text("// source\n")
+    # A tracked file named like a build directory, in a subfolder, and tracked files in build/.
+    (tree / "tools").mkdir()
+    (tree / "tools" / "dist").write_text("tracked file named dist\n")
+    (tree / "build").mkdir()
+    (tree / "build" / "CMakeLists.txt").write_text("tracked inside build/\n")
+    git(tree, "add", ".gitignore", "src", "tools")
+    git(tree, "add", "-f", "build/CMakeLists.txt")
+    git(tree, "commit", "-qm", "init")
+    # Build outputs.
+    (tree / "build" / "obj").mkdir()
+    (tree / "build" / "obj" / "kernel.o").write_bytes(b"\0" * 4096)
+    (tree / "build" / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=Release\n")
+    ro = tree / "build" / "obj" / "readonly.o"
+    ro.write_bytes(b"x" * 100)
+    ro.chmod(0o444)
+    (tree / "build" / "obj").chmod(0o555)  # a read-only folder too
+    (tree / "src" / "kernel.o").write_bytes(b"o" * 10)
+    (tree / "dist").mkdir()
+    (tree / "dist" / "pkg-1.0-py3-none-any.whl").write_bytes(b"w" * 50)
+    # Symlinks out of the tree, inside ignored places: removed as links, never followed.
+    (tree / "build" / "out_link").symlink_to(outside)
+    (tree / "dist" / "canary_link.o").symlink_to(outside / "canary.txt")
+    # An untracked, not ignored new source file: kept.
+    (tree / "src" / "new_kernel.cu").write_text("// not yet added\n")
+    # A nested git repository inside an ignored folder, and one at the top.
+    dep = tree / "build" / "_deps" / "fmt-src"
+    dep.mkdir(parents=True)
+    git(dep, "init", "-q")
+    (dep / "format.h").write_text("// a clone\n")
+    top_nested = tree / "third_party"
+    top_nested.mkdir()
+    git(top_nested, "init", "-q")
+    (top_nested / "lib.c").write_text("int x;\n")
+    return tree, outside
+
+
+def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
+    tree, outside = trap
+    plan = plan_clean(tree, "cmake")
+    paths = {e.path for e in plan.entries}
+    assert plan.in_git
+    assert "build/obj" in paths
+    assert "dist" in paths
+    assert "src/kernel.o" in paths
+    assert "build/CMakeCache.txt" in paths
+    assert "build/out_link" in paths
+    assert "build/CMakeLists.txt" not in paths  # tracked
+    assert not any(p.startswith("build/_deps") for p in paths)  # nested repo
+    kept = {k.path: k.reason for k in plan.kept}
+    assert "nested git repository" in kept["build/_deps"]
+    assert "src/new_kernel.cu" in kept
+    assert "third_party" in kept
+    assert plan.total_bytes >= 4096 + 100 + 10 + 50
+    link = next(e for e in plan.entries if e.path == "build/out_link")
+    assert link.kind == "symlink"
+    assert link.bytes == 0
+
+    with pytest.raises(UsageError):
+        execute_clean(plan, confirmed=False)
+    assert (tree / "build" / "obj" / "kernel.o").exists()
+
+    result = execute_clean(plan, confirmed=True)
+    assert result.ok, result.failed
+    assert (outside / "canary.txt").read_text() == "must survive"
+    assert not (tree / "build" / "obj").exists()
+    assert not (tree / "dist").exists()
+    assert not os.path.lexists(tree / "build" / "out_link")
+    for kept_file in (
+        "build/CMakeLists.txt",
+        "src/kernel.cu",
+        "tools/dist",
+        "src/new_kernel.cu",
+        "build/_deps/fmt-src/format.h",
+        "third_party/lib.c",
+        ".gitignore",
+    ):
+        assert (tree / kept_file).exists(), kept_file
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=tree, capture_output=True, text=True, check=True
+    )
+    assert " D " not in status.stdout
+
+
+def test_symlinked_folder_out_of_the_tree_is_never_entered(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "build").mkdir(parents=True)
+    (outside / "build" / "CMakeCache.txt").write_text("x\n")
+    tree = tmp_path / "plain"
+    tree.mkdir()
+    (tree / "linked").symlink_to(outside)
+    (tree / "build").mkdir()
+    (tree / "build" / "CMakeCache.txt").write_text("x\n")
+    (tree / "build" / "escape").symlink_to(outside / "build")
+    (tree / "dist").mkdir()
+    (tree / "dist" / "notes.txt").write_text("mine\n")  # not a wheel: not build output
+    (tree / "my.egg-info").mkdir()
+    (tree / "my.egg-info" / "PKG-INFO").write_text("Name: my\n")
+    plan = plan_clean(tree, "cpp_extension")
+    assert not plan.in_git
+    assert {e.path for e in plan.entries} == {"build", "my.egg-info"}
+    assert "dist" in {k.path for k in plan.kept}
+    execute_clean(plan, confirmed=True)
+    assert (outside / "build" / "CMakeCache.txt").exists()
+    assert (tree / "dist" / "notes.txt").exists()
+    assert not (tree / "build").exists()
+
+
+def test_top_level_file_named_build_outside_git(tmp_path: Path) -> None:
+    (tmp_path / "build").write_text("a script named build\n")
+    plan = plan_clean(tmp_path, None)
+    assert plan.entries == ()
+
+
+def test_not_a_tree() -> None:
+    with pytest.raises(InputError):
+        plan_clean(Path("/nonexistent/tree"), None)
+
+
+def test_cli_lists_then_deletes_with_yes(
+    trap: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree, outside = trap
+    assert main(["clean", str(tree), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["ok"]
+    assert not listed["data"]["deleted"]
+    assert (tree / "build" / "obj" / "kernel.o").exists()
+    assert main(["clean", str(tree)]) == 0
+    assert "--yes" in capsys.readouterr().out
+    assert main(["clean", str(tree), "--yes", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)["data"]
+    assert done["deleted"]
+    assert done["result"]["bytes_freed"] > 0
+    assert not (tree / "build" / "obj").exists()
+    assert (outside / "canary.txt").exists()
+
+
+def test_cli_missing_tree_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["clean", "/nonexistent/tree"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error:")
+    assert "Traceback" not in err
+
+
+def test_held_file_names_its_process(tmp_path: Path) -> None:
+    held = tmp_path / "held.obj"
+    held.write_text("x")
+    with held.open() as handle:
+        holders = file_holders(held, processes=[psutil.Process()])
+        assert handle
+        assert holders
+        assert f"(pid {os.getpid()})" in holders[0]
+    exc = PermissionError(13, "The process cannot access the file")
+    exc.winerror = 32  # type: ignore[attr-defined]
+    with platforms.override("windows"):
+        message = clean_mod._held_message(held, exc)
+    assert "in use" in message
+
+
+def test_readonly_file_mode_restored_not_needed(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    (tree / "build" / "temp.linux").mkdir(parents=True)
+    f = tree / "build" / "temp.linux" / "a.o"
+    f.write_text("x")
+    f.chmod(stat.S_IRUSR)
+    (tree / "build" / "temp.linux").chmod(0o500)
+    result = execute_clean(plan_clean(tree, "cpp_extension"), confirmed=True)
+    assert result.ok
+    assert not (tree / "build").exists()

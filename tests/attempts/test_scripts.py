@@ -1,0 +1,199 @@
+"""Standalone scripts: bash passes shellcheck and builds the CUDA test project in `env -i bash`;
+PowerShell and cmd match golden files and survive the quoting tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.build.configs import cmake_config, copy_project
+from torchsmith.build.model import BuildConfig, Project, Step
+from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, write_script
+from torchsmith.errors import InputError, UsageError
+
+GOLDEN = Path(__file__).parent / "golden"
+NVCC = Path("/usr/local/cuda-13.0/bin/nvcc")
+CUDA_WIN = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.9"
+SHELLCHECK = Path(sys.executable).parent / "shellcheck"
+
+
+def windows_config() -> BuildConfig:
+    tree = "C:\\Users\\Ann Lee\\src\\my ext & co (test)"
+    return BuildConfig(
+        project=Project(tree, "cpp_extension", "setup.py", name="my_ext", build_dir="build"),
+        python="C:\\Users\\Ann Lee\\venvs\\torch (cu129)\\Scripts\\python.exe",
+        profile="fast",
+        arch_list=("8.6", "12.0+PTX"),
+        cuda_home=CUDA_WIN,
+        cuda_version="12.9",
+        host_compiler="cl.exe",
+        jobs=8,
+        nvcc_threads=2,
+        cache="none",
+        launcher=None,
+        env={
+            "CUDA_HOME": CUDA_WIN,
+            "TORCH_CUDA_ARCH_LIST": "8.6;12.0+PTX",
+            "MAX_JOBS": "8",
+            "NVCC_APPEND_FLAGS": "--threads 2 -DNAME=100% -DQ='x'",
+        },
+        cmake_args=(),
+        steps=(
+            Step(
+                "build",
+                (
+                    "C:\\Users\\Ann Lee\\venvs\\torch (cu129)\\Scripts\\python.exe",
+                    "setup.py",
+                    "build_ext",
+                    "--inplace",
+                    "-DFLAG=a&b|c^d%PATH%",
+                ),
+                tree,
+                env={"DISTUTILS_USE_SDK": "1"},
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize("shell", ["powershell", "cmd"])
+def test_windows_scripts_match_golden(shell: str) -> None:
+    text = emit_script(windows_config(), shell)  # type: ignore[arg-type]
+    golden = GOLDEN / f"windows.{'ps1' if shell == 'powershell' else 'cmd'}"
+    if os.environ.get("TORCHSMITH_UPDATE_GOLDEN"):
+        golden.write_bytes(text.encode())
+    assert text == golden.read_bytes().decode()
+
+
+def test_powershell_quoting() -> None:
+    assert ps_quote("C:\\Program Files\\CUDA\\v12.9") == "'C:\\Program Files\\CUDA\\v12.9'"
+    assert ps_quote("it's $HOME `n") == "'it''s $HOME `n'"
+    assert ps_quote("a\u2019b") == "'a\u2019\u2019b'"
+    text = emit_script(windows_config(), "powershell")
+    assert "$env:CUDA_HOME = 'C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.9'" in text
+    assert "$env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''" in text
+    assert "'-DFLAG=a&b|c^d%PATH%'" in text
+
+
+def test_cmd_quoting() -> None:
+    assert cmd_quote("setup.py") == "setup.py"
+    assert cmd_quote(CUDA_WIN) == f'"{CUDA_WIN}"'
+    assert cmd_quote("a&b|c^d%PATH%") == '"a&b|c^d%%PATH%%"'
+    assert cmd_quote("-DARCHS=86;120") == '"-DARCHS=86;120"'
+    assert cmd_quote("") == '""'
+    with pytest.raises(UsageError):
+        cmd_quote('say "hi"')
+    text = emit_script(windows_config(), "cmd")
+    assert "set \"NVCC_APPEND_FLAGS=--threads 2 -DNAME=100%% -DQ='x'\"" in text
+    assert '"-DFLAG=a&b|c^d%%PATH%%"' in text
+    # Log lines carry no character cmd would act on.
+    for line in text.splitlines():
+        if ("call :log" in line or "call :fail" in line) and "%*" not in line:
+            message = line.split("call :", 1)[1]
+            message = message.split(" & exit")[0]
+            assert not set(message) & set('&|<>^%"()'), line
+
+
+def test_bad_env_name_refused() -> None:
+    config = replace(windows_config(), env={"BAD NAME": "1"})
+    with pytest.raises(UsageError):
+        emit_script(config, "bash")
+
+
+def test_bash_quoting_round_trips(tmp_path: Path) -> None:
+    weird = 'it\'s a $HOME `x` & (y) %z% \\ "q"'
+    config = replace(
+        windows_config(),
+        project=Project(str(tmp_path), "cmake", "cmake", name="w"),
+        cuda_home=None,
+        env={"WEIRD": weird},
+        steps=(Step("show", ("bash", "-c", 'printf "%s" "$WEIRD" > out.txt'), str(tmp_path)),),
+    )
+    script = tmp_path / "build.sh"
+    script.write_text(emit_script(config, "bash"))
+    subprocess.run(["bash", str(script)], check=True, cwd=tmp_path, capture_output=True)
+    assert (tmp_path / "out.txt").read_text() == weird
+
+
+@pytest.mark.slow
+def test_bash_script_passes_shellcheck_and_builds_alone(tmp_path: Path) -> None:
+    if not NVCC.exists() or not shutil.which("cmake") or not shutil.which("ninja"):
+        pytest.skip("nvcc 13.0, cmake and ninja are needed")
+    base = tmp_path / "my projects"
+    base.mkdir()
+    tree = copy_project("tinycuda", base)
+    config = cmake_config(tree, ("8.0",), env={"CUDAFLAGS": "-DTS_NOTE=100%"})
+    config = replace(config, project=replace(config.project, build_dir="build"))
+    script = tmp_path / "build me.sh"
+    script.write_text(emit_script(config, "bash"))
+    check = subprocess.run(
+        [str(SHELLCHECK), "--severity=style", str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout
+    (tree / "build").mkdir()
+    (tree / "build" / "stale.txt").write_text("old")
+    log = tmp_path / "script.log"
+    done = subprocess.run(
+        # A fresh shell with nothing inherited but a plain PATH (bash's own default PATH here
+        # ends in "." and makes cmake 3.25 lose its CMAKE_ROOT).
+        [
+            "env",
+            "-i",
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            f"TORCHSMITH_LOG={log}",
+            "TORCHSMITH_CLEAN=1",
+            "bash",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (tree / "build" / "stale.txt").exists()
+    assert list((tree / "build").glob("libtinycuda*"))
+    lines = log.read_text().splitlines()
+    assert any(line.endswith("build finished") for line in lines)
+    assert lines[0][:4].isdigit()
+    assert "T" in lines[0].split()[0]
+
+
+def test_bash_script_stops_at_a_failing_step(tmp_path: Path) -> None:
+    config = replace(
+        windows_config(),
+        project=Project(str(tmp_path), "cmake", "cmake", name="w"),
+        cuda_home=None,
+        env={},
+        steps=(
+            Step("first", ("false",), str(tmp_path)),
+            Step("second", ("touch", "second"), str(tmp_path)),
+        ),
+    )
+    script = tmp_path / "s.sh"
+    script.write_text(emit_script(config, "bash"))
+    done = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert "FAILED: step first (exit status 1)" in done.stdout
+    assert not (tmp_path / "second").exists()
+
+
+def test_write_script_for_build_emit(tmp_path: Path) -> None:
+    out = tmp_path / "build.sh"
+    text = write_script(windows_config(), "bash", out)
+    assert out.read_text() == text
+    assert os.access(out, os.X_OK)
+    assert write_script(windows_config(), "cmd", None).startswith("@echo off")
+    with pytest.raises(InputError):
+        write_script(windows_config(), "bash", tmp_path / "missing" / "dir" / "x.sh")

@@ -1,0 +1,76 @@
+"""``torchsmith build`` end to end: the CLI on real trees (a real probe, real nvcc)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.build.configs import NVCC, copy_project
+from torchsmith.cli import main
+from torchsmith.ledger import Ledger
+
+PROJECTS = Path(__file__).parent / "projects"
+needs_cuda = pytest.mark.skipif(
+    not Path(NVCC).exists() or shutil.which("cmake") is None or shutil.which("ninja") is None,
+    reason="needs nvcc 13.0, cmake and ninja",
+)
+
+
+@pytest.fixture(autouse=True)
+def _private_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.sqlite"))
+    monkeypatch.setenv("TORCHSMITH_LOG_DIR", str(tmp_path / "logs"))
+
+
+def test_not_a_project_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    code = main(["build", str(tmp_path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+
+
+def test_unknown_use_flag_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = copy_project("pytorch_skeleton", tmp_path)
+    code = main(["build", str(tree), "--cc", "9.0", "--set", "USE_DISTRIBUTD=0", "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "USE_DISTRIBUTD" in err.splitlines()[0]
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_dry_run_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = copy_project("tinycuda", tmp_path)
+    code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--dry-run", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["schema"] == "torchsmith/build"
+    assert [s["name"] for s in data["data"]["config"]["steps"]] == ["configure", "build"]
+    assert not (tree / "build").exists()
+    assert Ledger(Path(os.environ["TORCHSMITH_LEDGER"])).list() == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_cuda
+def test_build_for_two_archs_holds_exactly_their_sass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = copy_project("tinycuda", tmp_path)
+    argv = ["build", str(tree), "--cc", "9.0", "--cc", "12.0", "--cache", "none", "--json"]
+    code = main(argv)
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert code == 0, data
+    assert data["status"] == "succeeded"
+    assert data["sass"] == ["sm_90", "sm_120"]
+    assert data["findings"] == []
+    assert Path(data["log_path"]).exists()
+    attempt = Ledger(Path(os.environ["TORCHSMITH_LEDGER"])).get(data["attempt_id"])
+    assert attempt.status == "succeeded"
+    assert attempt.kind == "build"
