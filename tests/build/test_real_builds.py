@@ -40,7 +40,8 @@ needs_cuda = pytest.mark.skipif(
 @needs_torch
 def test_cpp_extension_with_ninja_off_builds_in_parallel_and_runs(tmp_path: Path) -> None:
     tree = copy_project("tinyext", tmp_path)
-    config = python_config(tree, TORCH_PY, (), {})
+    # No compiler cache: torch would otherwise put whatever sccache/ccache is on PATH in front.
+    config = python_config(tree, TORCH_PY, (), {"TORCH_NO_COMPILER_WRAPPER": "1"})
     steps = parallel_extension_steps(str(tree), TORCH_PY, jobs=2, install=False)
     config = type(config)(**{**config.__dict__, "steps": steps})
     ledger = Ledger(tmp_path / "ledger.sqlite")
