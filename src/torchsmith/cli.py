@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "install": "torchsmith.commands.install:install",
 }
 
 INTERNAL_ERROR_EXIT = 70
