@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "verify": "torchsmith.commands.verify:verify",
 }
 
 INTERNAL_ERROR_EXIT = 70

@@ -119,7 +119,7 @@ def loader_env(
             fallback_dirs=(*nvidia_bins, *([str(Path(cuda) / "bin")] if cuda else [])),
             system_dirs=(str(Path(root) / "System32"),),
             app_dirs=(str(Path(python).parent),),
-            path_dirs=tuple(p for p in env.get("PATH", "").split(os.pathsep) if p),
+            path_dirs=tuple(p for p in env.get("PATH", "").split(";") if p),
         )
     cache: dict[str, tuple[str, ...]] = {}
     for ldconfig in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
@@ -328,36 +328,38 @@ def _casefold_lookup(directory: Path, name: str) -> Path | None:
 
 # ---------------------------------------------------------------- findings
 
-# Library name (prefix) -> (what provides it: pip package stem, or a non-pip origin).
+# Library name (prefix) -> the pip package that ships it ("{cu}": "-cu12" for CUDA 12, nothing
+# for CUDA 13, where NVIDIA dropped the suffix for the toolkit's own libraries; "{major}": the CUDA
+# major, kept in the names of cuDNN, NCCL, cuSPARSELt and NVSHMEM), or "driver".
 _PROVIDERS: tuple[tuple[str, str], ...] = (
     ("libcuda.so", "driver"),
     ("nvcuda.dll", "driver"),
     ("libnvidia-ml", "driver"),
     ("libcudnn", "nvidia-cudnn-cu{major}"),
     ("cudnn", "nvidia-cudnn-cu{major}"),
-    ("libcublas", "nvidia-cublas-cu{major}"),
-    ("cublas", "nvidia-cublas-cu{major}"),
-    ("libcudart", "nvidia-cuda-runtime-cu{major}"),
-    ("cudart", "nvidia-cuda-runtime-cu{major}"),
     ("libnccl", "nvidia-nccl-cu{major}"),
     ("libcusparselt", "nvidia-cusparselt-cu{major}"),
-    ("libcusparse", "nvidia-cusparse-cu{major}"),
-    ("cusparse", "nvidia-cusparse-cu{major}"),
-    ("libcufft", "nvidia-cufft-cu{major}"),
-    ("cufft", "nvidia-cufft-cu{major}"),
-    ("libcurand", "nvidia-curand-cu{major}"),
-    ("curand", "nvidia-curand-cu{major}"),
-    ("libcusolver", "nvidia-cusolver-cu{major}"),
-    ("cusolver", "nvidia-cusolver-cu{major}"),
-    ("libnvjitlink", "nvidia-nvjitlink-cu{major}"),
-    ("nvjitlink", "nvidia-nvjitlink-cu{major}"),
-    ("libnvrtc", "nvidia-cuda-nvrtc-cu{major}"),
-    ("nvrtc", "nvidia-cuda-nvrtc-cu{major}"),
-    ("libcupti", "nvidia-cuda-cupti-cu{major}"),
-    ("cupti", "nvidia-cuda-cupti-cu{major}"),
-    ("libnvtoolsext", "nvidia-nvtx-cu{major}"),
     ("libnvshmem", "nvidia-nvshmem-cu{major}"),
-    ("libcufile", "nvidia-cufile-cu{major}"),
+    ("libcublas", "nvidia-cublas{cu}"),
+    ("cublas", "nvidia-cublas{cu}"),
+    ("libcudart", "nvidia-cuda-runtime{cu}"),
+    ("cudart", "nvidia-cuda-runtime{cu}"),
+    ("libcusparse", "nvidia-cusparse{cu}"),
+    ("cusparse", "nvidia-cusparse{cu}"),
+    ("libcufft", "nvidia-cufft{cu}"),
+    ("cufft", "nvidia-cufft{cu}"),
+    ("libcurand", "nvidia-curand{cu}"),
+    ("curand", "nvidia-curand{cu}"),
+    ("libcusolver", "nvidia-cusolver{cu}"),
+    ("cusolver", "nvidia-cusolver{cu}"),
+    ("libnvjitlink", "nvidia-nvjitlink{cu}"),
+    ("nvjitlink", "nvidia-nvjitlink{cu}"),
+    ("libnvrtc", "nvidia-cuda-nvrtc{cu}"),
+    ("nvrtc", "nvidia-cuda-nvrtc{cu}"),
+    ("libcupti", "nvidia-cuda-cupti{cu}"),
+    ("cupti", "nvidia-cuda-cupti{cu}"),
+    ("libnvtoolsext", "nvidia-nvtx{cu}"),
+    ("libcufile", "nvidia-cufile{cu}"),
 )
 _TORCH_OWN = re.compile(r"^(lib)?(torch|c10|shm|caffe2|gomp|_C)", re.IGNORECASE)
 
@@ -367,7 +369,8 @@ def provider(name: str, cuda_major: str | None) -> str | None:
     low = name.lower()
     for prefix, what in _PROVIDERS:
         if low.startswith(prefix):
-            return what.format(major=cuda_major or "12")
+            major = cuda_major or "12"
+            return what.format(major=major, cu="" if int(major) >= 13 else f"-cu{major}")
     return None
 
 
