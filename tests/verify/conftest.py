@@ -1,4 +1,4 @@
-"""Target environments for verify: the real CPU torch venv and copies of its torch, broken on purpose.
+"""Targets for verify: the real CPU torch venv, and copies of its torch broken on purpose.
 
 The shared venv is never modified: a copy's files are hard links (or copies across filesystems)
 in a tmp dir put first on PYTHONPATH, and only the copy's directory entries are deleted.
@@ -47,4 +47,4 @@ def torch_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     site = tmp_path / "site"
     shutil.copytree(torch_site() / "torch", site / "torch", copy_function=_link_or_copy)
     monkeypatch.setenv("PYTHONPATH", str(site))
-    yield site / "torch"
+    return site / "torch"

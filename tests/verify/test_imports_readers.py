@@ -24,7 +24,9 @@ def _objdump_dlls(path: Path) -> list[str] | None:
     out = subprocess.run([objdump, "-p", str(path)], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         return None
-    return [line.split(":", 1)[1].strip() for line in out.stdout.splitlines() if "DLL Name:" in line]
+    return [
+        line.split(":", 1)[1].strip() for line in out.stdout.splitlines() if "DLL Name:" in line
+    ]
 
 
 def test_pe_imports_of_a_real_windows_dll() -> None:
@@ -53,17 +55,19 @@ def _readelf_needed(path: Path) -> tuple[list[str], list[str]] | None:
     if readelf is None:
         return None
     out = subprocess.run([readelf, "-d", str(path)], capture_output=True, text=True, check=False)
-    needed = [l.split("[", 1)[1].rstrip("]") for l in out.stdout.splitlines() if "(NEEDED)" in l]
+    needed = [ln.split("[", 1)[1].rstrip("]") for ln in out.stdout.splitlines() if "(NEEDED)" in ln]
     runpath = [
         p
-        for l in out.stdout.splitlines()
-        if "(RUNPATH)" in l or "(RPATH)" in l
-        for p in l.split("[", 1)[1].rstrip("]").split(":")
+        for ln in out.stdout.splitlines()
+        if "(RUNPATH)" in ln or "(RPATH)" in ln
+        for p in ln.split("[", 1)[1].rstrip("]").split(":")
     ]
     return needed, runpath
 
 
-@pytest.mark.parametrize("path", [Path(sys.executable).resolve(), Path(shutil.which("ls") or "/bin/ls")])
+@pytest.mark.parametrize(
+    "path", [Path(sys.executable).resolve(), Path(shutil.which("ls") or "/bin/ls")]
+)
 def test_elf_dynamic_matches_readelf(path: Path) -> None:
     with MappedFile(str(path)) as src:
         dyn = read_elf_dynamic(src, str(path))
@@ -85,4 +89,6 @@ def test_elf_32bit_and_static(tmp_path: Path) -> None:
     f.write_bytes(bytes(head))
     with MappedFile(str(f)) as src:
         dyn = read_elf_dynamic(src, str(f))
-    assert dyn.needed == () and dyn.elf_class == 1 and dyn.machine == 3
+    assert dyn.needed == ()
+    assert dyn.elf_class == 1
+    assert dyn.machine == 3

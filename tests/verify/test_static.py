@@ -33,7 +33,9 @@ def test_real_cpu_torch_resolves_completely() -> None:
     site = torch_site()
     env = loader_env("linux", [str(site)], "python")
     result = check_torch(site / "torch", env)
-    assert result.missing == () and result.missing_lazy == () and result.unreadable == ()
+    assert result.missing == ()
+    assert result.missing_lazy == ()
+    assert result.unreadable == ()
     names = {Path(p).name for p in result.objects}
     assert {"libtorch_python.so", "libc10.so", "libtorch_cpu.so", "libgomp.so.1"} <= names
     assert any(n.startswith("libc.so") for n in names)  # found through ld.so.cache
@@ -52,7 +54,9 @@ def test_deleted_core_library_is_named(torch_copy: Path) -> None:
 
 
 @pytest.mark.integration
-def test_ld_library_path_beats_runpath_and_rpath_beats_both(torch_copy: Path, tmp_path: Path) -> None:
+def test_ld_library_path_beats_runpath_and_rpath_beats_both(
+    torch_copy: Path, tmp_path: Path
+) -> None:
     lib = torch_copy / "lib"
     other = tmp_path / "other"
     other.mkdir()
@@ -73,7 +77,9 @@ def test_missing_cuda_library_points_at_its_pip_package(torch_copy: Path) -> Non
     result = static.StaticResult(
         torch_dir=str(torch_copy),
         objects=(),
-        missing=(static.Resolved("libcudnn.so.9", None, str(torch_copy / "lib/libtorch_cuda.so"), ""),),
+        missing=(
+            static.Resolved("libcudnn.so.9", None, str(torch_copy / "lib/libtorch_cuda.so"), ""),
+        ),
     )
     (finding,) = static.findings(result, "2.11.0+cu130", "13.0")
     assert "nvidia-cudnn-cu13" in finding.fix

@@ -225,8 +225,9 @@ def read_elf_dynamic(src: ByteSource, display: str) -> ElfDynamic:
         if len(raw) < phdr.size:
             raise BinaryFormatError(f"{display}: truncated ELF (program headers)")
         f = phdr.unpack(raw)
-        # 64-bit: type, flags, offset, vaddr, paddr, filesz; 32-bit: type, offset, vaddr, paddr, filesz
-        p_type, offset, vaddr, filesz = (f[0], f[2], f[3], f[5]) if wide else f[0:3] + (f[4],)
+        # 64-bit: type, flags, offset, vaddr, paddr, filesz; 32-bit: type, offset, vaddr, paddr,
+        # filesz
+        p_type, offset, vaddr, filesz = (f[0], f[2], f[3], f[5]) if wide else (*f[0:3], f[4])
         if p_type == PT_LOAD:
             loads.append((vaddr, offset, filesz))
         elif p_type == PT_DYNAMIC:
@@ -301,7 +302,7 @@ def read_pe_imports(src: ByteSource, display: str) -> PeImports:
     def offset(rva: int) -> int | None:
         for vsize, vaddr, raw_size, raw_ptr in sections:
             if vaddr <= rva < vaddr + max(vsize, raw_size):
-                return raw_ptr + (rva - vaddr)
+                return int(raw_ptr + (rva - vaddr))
         return None
 
     def directory(index: int) -> tuple[int, int]:

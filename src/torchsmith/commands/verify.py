@@ -11,7 +11,10 @@ from torchsmith.verify import run_verify
 
 @click.command("verify")
 @click.option(
-    "--python", "python", metavar="PATH", help="Interpreter or environment (default: the active one)."
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Interpreter or environment (default: the active one).",
 )
 @click.option("--quick", "mode", flag_value="quick", default=True, help="Fast checks (default).")
 @click.option("--full", "mode", flag_value="full", help="Also torch.compile and longer timings.")

@@ -15,7 +15,9 @@ _SEVERITY = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def render_verify(report: VerifyReport, console: Console) -> None:
     torch = report.torch_version or "?"
     build = f"CUDA {report.torch_cuda}" if report.torch_cuda else "CPU-only"
-    console.print(Text(f"torch {torch} ({build}) in {report.python}  [{report.mode}]", style="bold"))
+    console.print(
+        Text(f"torch {torch} ({build}) in {report.python}  [{report.mode}]", style="bold")
+    )
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("", "check", "value", "time", "detail"):
         table.add_column(column, overflow="fold")
@@ -27,7 +29,8 @@ def render_verify(report: VerifyReport, console: Console) -> None:
         )
     console.print(table)
     for gpu in report.gpus:
-        line = f"gpu {gpu.index}: {gpu.name} (compute capability {gpu.compute_capability}) — {gpu.route}"
+        cc = gpu.compute_capability
+        line = f"gpu {gpu.index}: {gpu.name} (compute capability {cc}) — {gpu.route}"
         console.print(Text(line))
         for figure, peak, unit in (
             (gpu.bf16_tflops, gpu.peak_bf16_tflops, "bf16 TFLOP/s"),
@@ -45,13 +48,18 @@ def render_verify(report: VerifyReport, console: Console) -> None:
     for lib in report.loaded:
         console.print(Text(f"loaded {lib.name} {lib.version or ''}  {lib.path}", style="dim"))
     for f in report.findings:
-        console.print(Text(f"{f.severity}: [{f.category}] {f.message}", style=_SEVERITY[f.severity]))
+        console.print(
+            Text(f"{f.severity}: [{f.category}] {f.message}", style=_SEVERITY[f.severity])
+        )
         console.print(Text(f"  fix: {f.fix}"))
     if report.error:
         console.print(Text(f"error: {report.error}", style="bold red"))
     verdict = "all checks passed" if report.ok else "some checks FAILED"
     console.print(
-        Text(f"{verdict} in {report.duration_s:.1f}s", style="bold green" if report.ok else "bold red")
+        Text(
+            f"{verdict} in {report.duration_s:.1f}s",
+            style="bold green" if report.ok else "bold red",
+        )
     )
 
 

@@ -85,7 +85,8 @@ def _gpu(report: VerifyReport, raw: Mapping[str, Any]) -> GpuResult:
     index = int(raw.get("index") or 0)
     name = str(raw.get("name") or "?")
     cc = str(raw.get("compute_capability") or "?")
-    route = raw.get("route") if isinstance(raw.get("route"), Mapping) else {}
+    found = raw.get("route")
+    route: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     kind = str(route.get("kind") or "unknown")
     tag = f"cuda:{index} "
     peak = find_peak(name)

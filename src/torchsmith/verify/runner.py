@@ -158,7 +158,13 @@ def _routes(torch: TorchInfo) -> dict[str, dict[str, Any]]:
 def _runtime(report: VerifyReport, exe: str, args: Mapping[str, Any], timeout_s: float) -> None:
     with tempfile.TemporaryDirectory(prefix="torchsmith-verify-") as tmp:
         out = Path(tmp) / "result.json"
-        argv = [exe, "-B", str(SCRIPT), str(out), json.dumps({**args, "nccl_budget_s": timeout_s / 2})]
+        argv = [
+            exe,
+            "-B",
+            str(SCRIPT),
+            str(out),
+            json.dumps({**args, "nccl_budget_s": timeout_s / 2}),
+        ]
         failure: str | None = None
         result: cmd.CommandResult | None = None
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -111,7 +112,9 @@ def loader_env(
     """The real search environment of this machine (runs ``ldconfig -p`` on Linux)."""
     env = os.environ if environ is None else environ
     if os_name == "windows":
-        nvidia_bins = [str(p) for sp in site_packages for p in sorted(Path(sp).glob("nvidia/*/bin"))]
+        nvidia_bins = [
+            str(p) for sp in site_packages for p in sorted(Path(sp).glob("nvidia/*/bin"))
+        ]
         cuda = env.get("CUDA_PATH")
         root = env.get("SystemRoot", r"C:\Windows")
         return LoaderEnv(
@@ -164,8 +167,6 @@ def torch_roots(torch_dir: Path, os_name: LoaderOs) -> tuple[list[Path], list[Pa
 
 def check_torch(torch_dir: Path, env: LoaderEnv) -> StaticResult:
     """Resolve the import closure of ``torch._C``, then the rest of ``torch/lib``."""
-    import time
-
     started = time.monotonic()
     primary, libs = torch_roots(torch_dir, env.os)
     if not primary:
@@ -177,7 +178,7 @@ def check_torch(torch_dir: Path, env: LoaderEnv) -> StaticResult:
     walker = _Walker(torch_dir, env)
     missing = walker.walk(primary)
     seen_before = set(walker.loaded)
-    missing_lazy = [m for m in walker.walk([p for p in libs if str(p) not in seen_before])]
+    missing_lazy = list(walker.walk([p for p in libs if str(p) not in seen_before]))
     names = {m.name.lower() for m in missing}
     return StaticResult(
         torch_dir=str(torch_dir),
@@ -268,7 +269,10 @@ class _Walker:
         for candidate in self.env.ld_cache.get(name, ()):
             if self._usable(Path(candidate)):
                 return Resolved(name, candidate, needed_by, "ld.so.cache")
-        for via, dirs in (("default", self.env.default_dirs), ("torch preload", self.env.fallback_dirs)):
+        for via, dirs in (
+            ("default", self.env.default_dirs),
+            ("torch preload", self.env.fallback_dirs),
+        ):
             for d in dirs:
                 if self._usable(Path(d) / name):
                     return Resolved(name, str(Path(d) / name), needed_by, via)
@@ -304,8 +308,8 @@ class _Walker:
             return False
         if self.machine is None:
             return True
-        end = "little" if head[5] == 1 else "big"
-        return (head[4], int.from_bytes(head[18:20], end)) == self.machine
+        machine = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+        return (head[4], machine) == self.machine
 
 
 def _expand(entry: str, origin: str) -> str:

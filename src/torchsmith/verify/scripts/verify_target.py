@@ -9,25 +9,31 @@ check, so a hang (killed by the caller's timeout) still leaves what ran and what
 Standard library + torch only; never prints the result to stdout.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any, Tuple  # noqa: UP035 (Python 3.8 targets)
+
+Result = Tuple[Any, Any, str]  # noqa: UP006 (evaluated at run time, on Python 3.8 too)
 
 SCHEMA = 1
-STATE = {"schema": SCHEMA, "checks": [], "running": None, "gpus": [], "loaded": []}
+STATE: dict[str, Any] = {"schema": SCHEMA, "checks": [], "running": None, "gpus": [], "loaded": []}
 OUT = ""
 
 
-def save():
+def save() -> None:
     tmp = OUT + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(STATE, f)
     os.replace(tmp, OUT)
 
 
-def check(name, fn, *args):
+def check(name: str, fn: Callable[..., tuple[Any, Any, str]], *args: Any) -> tuple[Any, Any]:
     """Run one check; record (name, passed, value, detail, duration_s)."""
     STATE["running"] = name
     save()
@@ -51,10 +57,10 @@ def check(name, fn, *args):
     return passed, value
 
 
-def import_torch():
+def import_torch() -> Any:
     started = time.perf_counter()
     try:
-        import torch  # noqa: F401
+        import torch
     except BaseException:
         STATE["import_error"] = traceback.format_exc()
         STATE["checks"].append(
@@ -74,7 +80,7 @@ def import_torch():
             "name": "import torch",
             "passed": True,
             "value": torch.__version__,
-            "detail": "imported in %.2f s from %s" % (took, os.path.dirname(torch.__file__)),
+            "detail": f"imported in {took:.2f} s from {os.path.dirname(torch.__file__)}",
             "duration_s": round(took, 4),
         }
     )
@@ -91,7 +97,7 @@ def import_torch():
 # ---------------------------------------------------------------- correctness
 
 
-def rel_err(torch, got, ref):
+def rel_err(torch: Any, got: Any, ref: Any) -> float:
     got, ref = got.double().cpu(), ref.double().cpu()
     return float((got - ref).norm() / max(float(ref.norm()), 1e-30))
 
@@ -99,7 +105,7 @@ def rel_err(torch, got, ref):
 MATMUL_TOL = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3, "bf16": 3e-2}
 
 
-def matmul_check(torch, dev, mode):
+def matmul_check(torch: Any, dev: Any, mode: str) -> Result:
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(512, 512, generator=gen)
     b = torch.randn(512, 512, generator=gen)
@@ -115,10 +121,10 @@ def matmul_check(torch, dev, mode):
         torch.backends.cuda.matmul.allow_tf32 = saved
     err = rel_err(torch, got, ref)
     tol = MATMUL_TOL[mode]
-    return err <= tol, err, "relative error %.2e vs CPU (tolerance %.0e)" % (err, tol)
+    return err <= tol, err, f"relative error {err:.2e} vs CPU (tolerance {tol:.0e})"
 
 
-def conv_check(torch, dev):
+def conv_check(torch: Any, dev: Any) -> Result:
     if not torch.backends.cudnn.is_available():
         return False, None, "cuDNN is not available to this torch"
     gen = torch.Generator().manual_seed(0)
@@ -134,10 +140,10 @@ def conv_check(torch, dev):
         torch.backends.cudnn.allow_tf32 = saved
     err = rel_err(torch, got, ref)
     version = torch.backends.cudnn.version()
-    return err <= 1e-4, err, "cuDNN %s conv2d fp32, relative error %.2e" % (version, err)
+    return err <= 1e-4, err, f"cuDNN {version} conv2d fp32, relative error {err:.2e}"
 
 
-def sdpa_check(torch, dev):
+def sdpa_check(torch: Any, dev: Any) -> Result:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     f = torch.nn.functional.scaled_dot_product_attention
@@ -153,7 +159,7 @@ def sdpa_check(torch, dev):
     ):
         member = getattr(SDPBackend, backend, None)
         if member is None:
-            why.append("%s: not in this torch" % label)
+            why.append(f"{label}: not in this torch")
             continue
         try:
             with sdpa_kernel([member]):
@@ -164,10 +170,10 @@ def sdpa_check(torch, dev):
             if err <= 3e-2:
                 usable.append(label)
             else:
-                why.append("%s: wrong result (relative error %.1e)" % (label, err))
+                why.append(f"{label}: wrong result (relative error {err:.1e})")
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            why.append("%s: %s" % (label, first[:160]))
+            why.append(f"{label}: {first[:160]}")
     detail = "usable: %s" % (", ".join(usable) or "none")
     if why:
         detail += "; " + "; ".join(why)
@@ -177,7 +183,7 @@ def sdpa_check(torch, dev):
 # ---------------------------------------------------------------- speed
 
 
-def matmul_tflops(torch, dev, full):
+def matmul_tflops(torch: Any, dev: Any, full: bool) -> Result:
     """Best bf16 TFLOP/s of an n x n x n product (n = 8192 where memory allows)."""
     free = torch.cuda.mem_get_info(dev)[0]
     n = 8192 if free > 3 * 8192 * 8192 * 2 * 1.5 else 4096
@@ -203,7 +209,7 @@ def matmul_tflops(torch, dev, full):
     return True, round(best, 1), "bf16 %dx%dx%d, best of %d x %d" % (n, n, n, batches, reps)
 
 
-def copy_bandwidth(torch, dev, full):
+def copy_bandwidth(torch: Any, dev: Any, full: bool) -> Result:
     """Device-to-device copy: (bytes read + bytes written) / time, in GB/s."""
     free = torch.cuda.mem_get_info(dev)[0]
     size = (1 << 30) if free > (3 << 30) else (1 << 28)
@@ -227,16 +233,16 @@ def copy_bandwidth(torch, dev, full):
     return True, round(best, 1), "%d MiB copy, read+write bytes per second" % (size >> 20)
 
 
-def compile_check(torch, dev):
+def compile_check(torch: Any, dev: Any) -> Result:
     try:
         import triton
 
         triton_version = triton.__version__
     except Exception as exc:
-        return False, None, "Triton is not importable: %s" % exc
+        return False, None, f"Triton is not importable: {exc}"
     x = torch.randn(4096, device=dev)
 
-    def fn(t):
+    def fn(t: Any) -> Any:
         return torch.sin(t) * 2 + torch.cos(t)
 
     started = time.perf_counter()
@@ -245,17 +251,17 @@ def compile_check(torch, dev):
     took = time.perf_counter() - started
     err = rel_err(torch, got, fn(x))
     ok = err < 1e-5
-    return ok, round(took, 2), "torch.compile (Triton %s) first call %.1f s, error %.1e" % (
-        triton_version,
-        took,
-        err,
+    return (
+        ok,
+        round(took, 2),
+        f"torch.compile (Triton {triton_version}) first call {took:.1f} s, error {err:.1e}",
     )
 
 
 # ---------------------------------------------------------------- what loaded
 
 
-def loaded_libraries():
+def loaded_libraries() -> list[dict[str, str]]:
     wanted = ("cudnn", "cublas", "nccl", "cudart", "libcuda.", "nvcuda", "nvrtc", "nvjitlink")
     paths = []
     if sys.platform.startswith("linux"):
@@ -276,12 +282,13 @@ def loaded_libraries():
     return out
 
 
-def windows_modules():
+def windows_modules() -> list[str]:
     import ctypes
     from ctypes import wintypes
 
-    psapi = ctypes.WinDLL("psapi")
-    kernel32 = ctypes.WinDLL("kernel32")
+    windll = getattr(ctypes, "WinDLL")  # noqa: B009 (Windows only; mypy on Linux)
+    psapi = windll("psapi")
+    kernel32 = windll("kernel32")
     process = kernel32.GetCurrentProcess()
     modules = (wintypes.HMODULE * 4096)()
     needed = wintypes.DWORD()
@@ -295,7 +302,7 @@ def windows_modules():
     return out
 
 
-def driver_info(torch):
+def driver_info(torch: Any) -> dict[str, str]:
     info = {}
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
@@ -322,12 +329,12 @@ def driver_info(torch):
 # ---------------------------------------------------------------- several GPUs
 
 
-def nccl_worker(rank, world, init, out_dir, size):
+def nccl_worker(rank: int, world: int, init: str, out_dir: str, size: int) -> None:
     import torch
     import torch.distributed as dist
 
     torch.cuda.set_device(rank)
-    result = {"rank": rank}
+    result: dict[str, Any] = {"rank": rank}
     try:
         dist.init_process_group("nccl", init_method=init, rank=rank, world_size=world)
         x = torch.ones(size // 4, dtype=torch.float32, device="cuda")
@@ -354,7 +361,7 @@ def nccl_worker(rank, world, init, out_dir, size):
         json.dump(result, f)
 
 
-def nccl_check(torch, world, full, budget_s):
+def nccl_check(torch: Any, world: int, full: bool, budget_s: float) -> Result:
     import multiprocessing
     import socket
     import tempfile
@@ -381,7 +388,7 @@ def nccl_check(torch, world, full, budget_s):
         for p in hung:
             p.kill()
         if hung:
-            return False, None, "all-reduce did not finish within %.0f s (NCCL hang?)" % budget_s
+            return False, None, f"all-reduce did not finish within {budget_s:.0f} s (NCCL hang?)"
         results = []
         for r in range(world):
             path = os.path.join(out_dir, "rank%d.json" % r)
@@ -407,7 +414,7 @@ def nccl_check(torch, world, full, budget_s):
 # ---------------------------------------------------------------- main
 
 
-def gpu_checks(torch, index, routes, full):
+def gpu_checks(torch: Any, index: int, routes: dict[str, Any], full: bool) -> None:
     dev = torch.device("cuda", index)
     props = torch.cuda.get_device_properties(index)
     cc = "%d.%d" % (props.major, props.minor)
@@ -429,7 +436,7 @@ def gpu_checks(torch, index, routes, full):
         gpu["route"] = {
             "ok": own in arch_list or any(a.startswith("compute_") for a in arch_list),
             "kind": "sass" if own in arch_list else "unknown",
-            "route": "torch.cuda.get_arch_list(): %s" % " ".join(arch_list),
+            "route": "torch.cuda.get_arch_list(): {}".format(" ".join(arch_list)),
         }
         route = gpu["route"]
     if not route.get("ok"):
@@ -454,7 +461,7 @@ def gpu_checks(torch, index, routes, full):
         check(tag + "torch.compile", compile_check, torch, dev)
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     global OUT
     OUT = argv[1]
     args = json.loads(argv[2])
