@@ -45,6 +45,9 @@ def render_verify(report: VerifyReport, console: Console) -> None:
         console.print(
             Text(f"driver {report.driver_version or '?'} (CUDA {report.driver_cuda or '?'})")
         )
+    if report.versions:
+        said = ", ".join(f"{k} {v}" for k, v in sorted(report.versions.items()))
+        console.print(Text(f"versions in use: {said}"))
     for lib in report.loaded:
         console.print(Text(f"loaded {lib.name} {lib.version or ''}  {lib.path}", style="dim"))
     for f in report.findings:

@@ -53,6 +53,7 @@ class VerifyReport:
     findings: list[Finding] = field(default_factory=list)
     gpus: list[GpuResult] = field(default_factory=list)
     loaded: list[LoadedLibrary] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)  # cudnn, nccl, cublas, cudart
     driver_version: str | None = None
     driver_cuda: str | None = None
     nccl_busbw_gbs: float | None = None

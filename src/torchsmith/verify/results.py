@@ -45,6 +45,12 @@ def apply_runtime(report: VerifyReport, state: Mapping[str, Any]) -> None:
             m = _VERSION_IN_NAME.search(str(lib.get("path", "")))
             version = (m.group(1) or m.group(2).replace("_", ".")) if m else None
             report.loaded.append(LoadedLibrary(str(lib.get("name")), str(lib.get("path")), version))
+    versions = state.get("versions")
+    if isinstance(versions, Mapping):
+        for key, value in versions.items():
+            text = _version_text(str(key), value)
+            if text:
+                report.versions[str(key)] = text
     for raw in state.get("gpus") or ():
         if isinstance(raw, Mapping):
             report.gpus.append(_gpu(report, raw))
@@ -72,6 +78,18 @@ def apply_runtime(report: VerifyReport, state: Mapping[str, Any]) -> None:
                 subject="nccl",
             )
         )
+
+
+def _version_text(key: str, value: object) -> str | None:
+    """cuDNN reports 91900 (9.19.0) or, before 9, 8907 (8.9.7); the rest are strings already."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if key == "cudnn" and isinstance(value, int):
+        major, rest = (
+            (value // 10000, value % 10000) if value >= 90000 else (value // 1000, value % 1000)
+        )
+        return f"{major}.{rest // 100}.{rest % 100}"
+    return str(value)
 
 
 def _value(report: VerifyReport, name: str) -> float | None:

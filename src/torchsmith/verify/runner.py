@@ -78,14 +78,18 @@ def run_verify(
         torch_cuda=torch.cuda,
         torch_location=torch.location,
     )
-    gpus, driver = (gpu_probe or _live_gpus)()
-    if driver is not None:
-        report.driver_version = driver.version
+    probe = gpu_probe or _live_gpus
     _static(report, torch, info.site_packages, exe)
-    if torch.cuda is None:
+    gpus: tuple[GpuInfo, ...] = ()
+    if torch.cuda is None:  # only then does it matter whether the machine has an NVIDIA GPU
+        gpus, driver = probe()
+        report.driver_version = driver.version if driver else None
         report.findings.append(_cpu_only(torch, gpus))
     routes = _routes(torch)
     _runtime(report, exe, {"full": full, "routes": routes}, timeout_s)
+    if torch.cuda is not None and report.driver_version is None:  # the script could not read it
+        _, driver = probe()
+        report.driver_version = driver.version if driver else None
     if torch.cuda is None:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]
         report.add(

@@ -190,7 +190,7 @@ def matmul_tflops(torch: Any, dev: Any, full: bool) -> Result:
     a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
-    batches, reps = (10, 20) if full else (5, 10)
+    batches, reps = (10, 20) if full else (8, 10)
     for _ in range(5):
         torch.matmul(a, b, out=c)
     torch.cuda.synchronize(dev)
@@ -279,6 +279,50 @@ def loaded_libraries() -> list[dict[str, str]]:
             continue
         seen.add(p)
         out.append({"name": os.path.basename(p), "path": os.path.realpath(p)})
+    return out
+
+
+def _safe(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+def library_versions(torch: Any, loaded: list[dict[str, str]]) -> dict[str, Any]:
+    """Versions as the loaded libraries report them (cuBLAS and the runtime through ctypes)."""
+    import ctypes
+
+    def nccl() -> str:
+        return ".".join(str(v) for v in torch.cuda.nccl.version())
+
+    out: dict[str, Any] = {
+        "cudnn": _safe(torch.backends.cudnn.version),
+        "nccl": _safe(nccl),
+    }
+    for lib in loaded:
+        base = lib["name"].lower()
+        if base.startswith(("libcublas.", "cublas64")):
+
+            def cublas(path: str = lib["path"]) -> str:
+                handle, parts = ctypes.CDLL(path), []
+                for prop in range(3):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+                    value = ctypes.c_int()
+                    if handle.cublasGetProperty(prop, ctypes.byref(value)) != 0:
+                        raise OSError("cublasGetProperty failed")
+                    parts.append(str(value.value))
+                return ".".join(parts)
+
+            out["cublas"] = _safe(cublas)
+        elif base.startswith(("libcudart.", "cudart64")):
+
+            def cudart(path: str = lib["path"]) -> str:
+                value = ctypes.c_int()
+                if ctypes.CDLL(path).cudaRuntimeGetVersion(ctypes.byref(value)) != 0:
+                    raise OSError("cudaRuntimeGetVersion failed")
+                return "%d.%d" % (value.value // 1000, value.value % 1000 // 10)
+
+            out["cudart"] = _safe(cudart)
     return out
 
 
@@ -493,13 +537,8 @@ def main(argv: list[str]) -> None:
     for index in range(count):
         gpu_checks(torch, index, routes, full)
     STATE["loaded"] = loaded_libraries()
-    STATE["versions"] = {
-        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-        "nccl": ".".join(str(v) for v in torch.cuda.nccl.version())
-        if hasattr(torch.cuda, "nccl")
-        else None,
-        "cublas": None,
-    }
+    STATE["versions"] = library_versions(torch, STATE["loaded"])
+    save()
     if count > 1:
         pairs = []
         for i in range(count):
