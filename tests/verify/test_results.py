@@ -130,3 +130,17 @@ def test_render_and_envelope() -> None:
     doc = json.loads(envelope.dumps(envelope.wrap("verify", report)))
     assert doc["schema"] == "torchsmith/verify"
     assert doc["data"]["gpus"][0]["bf16_tflops"] == 781.4
+
+
+def test_cuda_build_without_a_visible_gpu() -> None:
+    state = {
+        "schema": 1,
+        "checks": [
+            {"name": "import torch", "passed": True, "value": "2.11.0+cu130", "detail": ""},
+            {"name": "cuda available", "passed": False, "value": 0, "detail": "0 device(s)"},
+        ],
+        "done": True,
+    }
+    report = _report(state)
+    assert not report.ok
+    assert [f.category for f in report.findings] == ["no-gpu-visible"]

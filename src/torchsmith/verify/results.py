@@ -67,6 +67,20 @@ def apply_runtime(report: VerifyReport, state: Mapping[str, Any]) -> None:
                 subject="peer access",
             )
         )
+    available = next((c for c in report.checks if c.name == "cuda available"), None)
+    if available is not None and available.passed is False:
+        report.findings.append(
+            Finding(
+                "no-gpu-visible",
+                "error",
+                f"this CUDA build of torch sees no GPU (torch.cuda.is_available() is False; "
+                f"{available.detail})",
+                "check `nvidia-smi` (driver loaded?), CUDA_VISIBLE_DEVICES, and in containers the "
+                "GPU runtime (--gpus all); `torchsmith doctor` checks the driver against this "
+                "torch",
+                subject="cuda",
+            )
+        )
     nccl = next((c for c in report.checks if c.name == "nccl all-reduce GB/s"), None)
     if nccl is not None and nccl.passed is False:
         report.findings.append(

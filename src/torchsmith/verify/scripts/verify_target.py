@@ -458,6 +458,18 @@ def nccl_check(torch: Any, world: int, full: bool, budget_s: float) -> Result:
 # ---------------------------------------------------------------- main
 
 
+def cuda_available(torch: Any) -> Result:
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        return True, count, "%d device(s)" % count
+    try:
+        torch.cuda.init()  # raises with the reason (no driver, too old, no device)
+        why = "no device"
+    except Exception as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return False, 0, why
+
+
 def gpu_checks(torch: Any, index: int, routes: dict[str, Any], full: bool) -> None:
     dev = torch.device("cuda", index)
     props = torch.cuda.get_device_properties(index)
@@ -521,14 +533,7 @@ def main(argv: list[str]) -> None:
         STATE["done"] = True
         save()
         return
-    passed, count = check(
-        "cuda available",
-        lambda: (
-            torch.cuda.is_available(),
-            torch.cuda.device_count(),
-            "%d device(s)" % torch.cuda.device_count(),
-        ),
-    )
+    passed, count = check("cuda available", cuda_available, torch)
     if not passed:
         STATE["done"] = True
         save()
