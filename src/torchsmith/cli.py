@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
     "install": "torchsmith.commands.install:install",
+    "verify": "torchsmith.commands.verify:verify",
 }
 
 INTERNAL_ERROR_EXIT = 70

@@ -24,6 +24,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "explain": 1,
     "kb": 1,
     "install": 1,
+    "verify": 1,
     "error": 1,
 }
 

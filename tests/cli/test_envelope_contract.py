@@ -32,6 +32,7 @@ def test_error_envelope_shape() -> None:
         ["inspect", "/nonexistent.so"],
         ["plan", "--gpu", "RTX 5070", "--os", "windows", "--python", "3.11"],
         ["explain", "-"],
+        ["verify", "--python", "/nonexistent/python"],
     ],
 )
 def test_every_command_speaks_the_envelope(

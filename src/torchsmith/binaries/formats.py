@@ -175,3 +175,166 @@ def section_of(offset: int, sections: tuple[tuple[str, int, int], ...]) -> str |
         if start <= offset < end:
             return name
     return None
+
+
+# ---------------------------------------------------------------- what a binary needs to load
+
+PT_LOAD = 1
+PT_DYNAMIC = 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 14, 15, 29
+
+
+@dataclass(frozen=True)
+class ElfDynamic:
+    """The loader-relevant part of an ELF's dynamic section."""
+
+    needed: tuple[str, ...]
+    rpath: tuple[str, ...] = ()  # DT_RPATH entries (unexpanded: $ORIGIN kept)
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH entries
+    soname: str | None = None
+    elf_class: int = 2  # 1: 32-bit, 2: 64-bit
+    machine: int = 0  # e_machine: 62 x86-64, 183 aarch64
+
+
+def read_elf_dynamic(src: ByteSource, display: str) -> ElfDynamic:
+    """DT_NEEDED, DT_RPATH, DT_RUNPATH and DT_SONAME, read through the program headers.
+
+    The program headers are what ld.so itself reads (section headers may be stripped); the
+    string table's virtual address is mapped to a file offset through the PT_LOAD segments.
+    A static binary (no PT_DYNAMIC) needs nothing. Raises BinaryFormatError.
+    """
+    head = src.read_at(0, 64)
+    if not head.startswith(ELF_MAGIC):
+        raise BinaryFormatError(f"{display}: not an ELF binary ({describe_head(head)})")
+    if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        raise BinaryFormatError(f"{display}: truncated or malformed ELF header")
+    wide, end = head[4] == 2, ("<" if head[5] == 1 else ">")
+    (machine,) = struct.unpack_from(end + "H", head, 0x12)
+    if wide:
+        (phoff,) = struct.unpack_from(end + "Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 0x36)
+        phdr, dyn = struct.Struct(end + "IIQQQQQQ"), struct.Struct(end + "qQ")
+    else:
+        (phoff,) = struct.unpack_from(end + "I", head, 0x1C)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 0x2A)
+        phdr, dyn = struct.Struct(end + "IIIIIIII"), struct.Struct(end + "iI")
+    loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz)
+    dynamic: tuple[int, int] | None = None
+    for i in range(phnum if phentsize >= phdr.size else 0):
+        raw = src.read_at(phoff + i * phentsize, phdr.size)
+        if len(raw) < phdr.size:
+            raise BinaryFormatError(f"{display}: truncated ELF (program headers)")
+        f = phdr.unpack(raw)
+        # 64-bit: type, flags, offset, vaddr, paddr, filesz; 32-bit: type, offset, vaddr, paddr,
+        # filesz
+        p_type, offset, vaddr, filesz = (f[0], f[2], f[3], f[5]) if wide else (*f[0:3], f[4])
+        if p_type == PT_LOAD:
+            loads.append((vaddr, offset, filesz))
+        elif p_type == PT_DYNAMIC:
+            dynamic = (offset, filesz)
+    if dynamic is None:
+        return ElfDynamic((), elf_class=head[4], machine=machine)
+    table = src.read_at(dynamic[0], dynamic[1])
+    entries: list[tuple[int, int]] = []
+    for pos in range(0, len(table) - dyn.size + 1, dyn.size):
+        tag, value = dyn.unpack_from(table, pos)
+        if tag == DT_NULL:
+            break
+        entries.append((tag, value))
+    strtab = next((v for t, v in entries if t == DT_STRTAB), None)
+    str_off = None
+    for vaddr, offset, filesz in loads:
+        if strtab is not None and vaddr <= strtab < vaddr + filesz:
+            str_off = offset + (strtab - vaddr)
+    if str_off is None:
+        raise BinaryFormatError(f"{display}: malformed ELF (dynamic string table not mapped)")
+
+    def string(value: int) -> str:
+        raw = src.read_at(str_off + value, 4096)
+        return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+    def paths(tag: int) -> tuple[str, ...]:
+        return tuple(p for t, v in entries if t == tag for p in string(v).split(":") if p)
+
+    soname = next((string(v) for t, v in entries if t == DT_SONAME), None)
+    return ElfDynamic(
+        needed=tuple(string(v) for t, v in entries if t == DT_NEEDED),
+        rpath=paths(DT_RPATH),
+        runpath=paths(DT_RUNPATH),
+        soname=soname,
+        elf_class=head[4],
+        machine=machine,
+    )
+
+
+@dataclass(frozen=True)
+class PeImports:
+    """The DLLs a PE file imports: loaded with it (``dlls``) or on first call (``delayed``)."""
+
+    dlls: tuple[str, ...]
+    delayed: tuple[str, ...] = ()
+    machine: int = 0  # 0x8664 x64, 0xAA64 arm64, 0x14C x86
+
+
+def read_pe_imports(src: ByteSource, display: str) -> PeImports:
+    """The import and delay-import tables of a PE (.dll/.pyd/.exe); raises BinaryFormatError."""
+    head = src.read_at(0, 64)
+    if not head.startswith(b"MZ") or len(head) < 0x40:
+        raise BinaryFormatError(f"{display}: not a PE binary ({describe_head(head)})")
+    (pe_off,) = struct.unpack_from("<I", head, 0x3C)
+    coff = src.read_at(pe_off, 24)
+    if len(coff) < 24 or coff[:4] != b"PE\0\0":
+        raise BinaryFormatError(f"{display}: not a PE binary (MZ header without a PE signature)")
+    machine, count = struct.unpack_from("<HH", coff, 4)
+    (opt_size,) = struct.unpack_from("<H", coff, 20)
+    opt = src.read_at(pe_off + 24, opt_size)
+    if len(opt) < 2:
+        raise BinaryFormatError(f"{display}: truncated PE (optional header)")
+    (magic,) = struct.unpack_from("<H", opt, 0)
+    dirs_at = {0x10B: 96, 0x20B: 112}.get(magic)
+    if dirs_at is None:
+        raise BinaryFormatError(f"{display}: malformed PE (optional header magic {magic:#x})")
+    raw = src.read_at(pe_off + 24 + opt_size, count * 40)
+    if len(raw) < count * 40:
+        raise BinaryFormatError(f"{display}: truncated PE (section table past end of file)")
+    sections = [struct.unpack_from("<8xIIII", raw, i * 40) for i in range(count)]
+
+    def offset(rva: int) -> int | None:
+        for vsize, vaddr, raw_size, raw_ptr in sections:
+            if vaddr <= rva < vaddr + max(vsize, raw_size):
+                return int(raw_ptr + (rva - vaddr))
+        return None
+
+    def directory(index: int) -> tuple[int, int]:
+        pos = dirs_at + index * 8
+        if pos + 8 > len(opt):
+            return 0, 0
+        rva, size = struct.unpack_from("<II", opt, pos)
+        return rva, size
+
+    def name_at(rva: int) -> str | None:
+        off = offset(rva)
+        if off is None:
+            return None
+        return src.read_at(off, 512).split(b"\0", 1)[0].decode("latin-1") or None
+
+    def names(index: int, size: int, name_field: int) -> tuple[str, ...]:
+        rva, _ = directory(index)
+        start = offset(rva) if rva else None
+        out: list[str] = []
+        while start is not None and len(out) < 4096:
+            desc = src.read_at(start + len(out) * size, size)
+            if len(desc) < size or desc == b"\0" * size:
+                break
+            (name_rva,) = struct.unpack_from("<I", desc, name_field)
+            name = name_at(name_rva)
+            if name is None:
+                raise BinaryFormatError(f"{display}: malformed PE (import name outside sections)")
+            out.append(name)
+        return tuple(out)
+
+    return PeImports(
+        dlls=names(1, 20, 12),  # IMAGE_IMPORT_DESCRIPTOR: Name at +12
+        delayed=names(13, 32, 4),  # IMAGE_DELAYLOAD_DESCRIPTOR: DllNameRVA at +4
+        machine=machine,
+    )

@@ -1,0 +1,146 @@
+"""GPU-side results replayed from the script's JSON format (no GPU here)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from torchsmith import envelope
+from torchsmith.render.verify import render_verify
+from torchsmith.verify.model import VerifyReport
+from torchsmith.verify.results import apply_runtime
+
+STATE = json.loads((Path(__file__).parent / "fixtures" / "h200_quick_state.json").read_text())
+
+
+def _report(state: dict[str, Any]) -> VerifyReport:
+    report = VerifyReport(python="/opt/torch/.venv/bin/python", mode="quick")
+    apply_runtime(report, state)
+    return report
+
+
+def test_h200_all_pass_with_figures_and_loaded_libraries() -> None:
+    report = _report(STATE)
+    assert report.ok
+    assert report.findings == []
+    (gpu,) = report.gpus
+    assert (gpu.name, gpu.compute_capability, gpu.route_kind) == ("NVIDIA H200", "9.0", "sass")
+    assert gpu.bf16_tflops == 781.4
+    assert gpu.peak_bf16_tflops == 989.5
+    assert gpu.copy_gbs == 3950.2
+    assert gpu.peak_bandwidth_gbs == 4800
+    versions = {lib.name: lib.version for lib in report.loaded}
+    assert versions["libcudnn.so.9"] == "9"
+    assert versions["libcuda.so.1"] == "580.95.05"
+    assert report.driver_version == "580.95.05"
+    assert report.import_s == 1.8412
+
+
+def test_far_below_peak_warns_with_the_datasheet_source() -> None:
+    state = copy.deepcopy(STATE)
+    for check in state["checks"]:
+        if check["name"] == "cuda:0 bf16 matmul TFLOP/s":
+            check["value"] = 200.0
+    report = _report(state)
+    (finding,) = report.findings
+    assert finding.severity == "warning"
+    assert "20% of the datasheet peak 989.5" in finding.message
+    assert finding.source
+    assert "h200" in finding.source
+    assert report.ok  # slow is a warning, not a failed check
+
+
+def test_no_code_for_the_gpu_is_arch_not_compiled_and_fails() -> None:
+    state = copy.deepcopy(STATE)
+    state["gpus"][0]["route"] = {
+        "ok": False,
+        "kind": "none",
+        "route": "no compatible code",
+        "detail": "nothing here runs on 9.0: Found: sm_120",
+    }
+    state["checks"] = [
+        *state["checks"][:2],
+        {
+            "name": "cuda:0 kernels",
+            "passed": False,
+            "value": None,
+            "detail": "skipped",
+            "duration_s": 0,
+        },
+    ]
+    report = _report(state)
+    assert not report.ok
+    assert [f.category for f in report.findings] == ["arch-not-compiled"]
+    assert "sm_90" in report.findings[0].fix
+
+
+def test_ptx_only_is_a_warning() -> None:
+    state = copy.deepcopy(STATE)
+    state["gpus"][0]["route"] = {"ok": True, "kind": "ptx", "route": "PTX JIT from compute_80"}
+    report = _report(state)
+    assert [(f.category, f.severity) for f in report.findings] == [("arch-not-compiled", "warning")]
+
+
+def test_failed_import_runs_explain_on_the_traceback() -> None:
+    tb = (
+        'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
+        "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n"
+    )
+    state = {"schema": 1, "checks": [], "import_error": tb}
+    report = _report(state)
+    assert report.findings[0].category == "missing-runtime-library"
+
+
+def test_nccl_figures_and_failure() -> None:
+    state = copy.deepcopy(STATE)
+    state["peer_access"] = [[0, 1, True], [1, 0, True]]
+    state["checks"].append(
+        {
+            "name": "nccl all-reduce GB/s",
+            "passed": True,
+            "value": 370.5,
+            "detail": "",
+            "duration_s": 4,
+        }
+    )
+    assert _report(state).nccl_busbw_gbs == 370.5
+    state["checks"][-1] = {
+        "name": "nccl all-reduce GB/s",
+        "passed": False,
+        "value": None,
+        "detail": "all-reduce did not finish within 60 s",
+        "duration_s": 60,
+    }
+    report = _report(state)
+    assert not report.ok
+    assert report.findings[-1].category == "distributed-backend-unavailable"
+
+
+def test_render_and_envelope() -> None:
+    report = _report(STATE)
+    console = Console(record=True, width=200)
+    render_verify(report, console)
+    text = console.export_text()
+    assert "NVIDIA H200" in text
+    assert "79% of datasheet 989.5" in text
+    doc = json.loads(envelope.dumps(envelope.wrap("verify", report)))
+    assert doc["schema"] == "torchsmith/verify"
+    assert doc["data"]["gpus"][0]["bf16_tflops"] == 781.4
+
+
+def test_cuda_build_without_a_visible_gpu() -> None:
+    state = {
+        "schema": 1,
+        "checks": [
+            {"name": "import torch", "passed": True, "value": "2.11.0+cu130", "detail": ""},
+            {"name": "cuda available", "passed": False, "value": 0, "detail": "0 device(s)"},
+        ],
+        "done": True,
+    }
+    report = _report(state)
+    assert not report.ok
+    assert [f.category for f in report.findings] == ["no-gpu-visible"]

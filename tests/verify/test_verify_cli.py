@@ -1,0 +1,101 @@
+"""``torchsmith verify`` end to end on the real CPU torch, a broken copy of it, and bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchsmith.cli import main
+from torchsmith.probe.model import DriverInfo, GpuInfo
+from torchsmith.verify import VerifyReport, run_verify
+
+from .conftest import torch_python
+
+pytestmark = pytest.mark.integration
+
+NO_GPU = lambda: ((), DriverInfo(None, None, "none", "no driver"))  # noqa: E731
+AN_RTX = lambda: (  # noqa: E731
+    (GpuInfo(0, "NVIDIA GeForce RTX 4090", compute_capability="8.9"),),
+    DriverInfo("580.95.05", "13.0", "nvml"),
+)
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_cpu_torch_reports_cpu_only_with_the_plan_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("torchsmith.verify.runner._live_gpus", NO_GPU)
+    code, doc = _json(capsys, ["verify", "--python", str(torch_python()), "--json"])
+    data = doc["data"]
+    assert isinstance(data, dict)
+    assert code == 0
+    assert data["ok"] is True
+    names = {c["name"]: c["passed"] for c in data["checks"]}
+    assert names == {"shared libraries": True, "import torch": True, "cuda build": None}
+    (finding,) = data["findings"]
+    assert finding["category"] == "cpu-only-torch"
+    assert "torchsmith plan" in finding["fix"]
+
+
+def test_cpu_torch_on_a_gpu_machine_fails() -> None:
+    report = run_verify(torch_python(), gpu_probe=AN_RTX)
+    assert isinstance(report, VerifyReport)
+    assert not report.ok
+    assert [(f.category, f.severity) for f in report.findings] == [("cpu-only-torch", "error")]
+    assert report.driver_version == "580.95.05"
+
+
+def test_deleted_core_library_found_before_import(torch_copy: Path) -> None:
+    (torch_copy / "lib" / "libtorch_cpu.so").unlink()
+    report = run_verify(torch_python(), gpu_probe=NO_GPU)
+    assert not report.ok
+    assert report.torch_location == str(torch_copy)
+    static = report.checks[0]
+    assert (static.name, static.passed) == ("shared libraries", False)
+    assert "libtorch_cpu.so" in static.detail
+    missing = [f for f in report.findings if f.category == "missing-runtime-library"]
+    assert missing
+    assert missing[0].subject == "libtorch_cpu.so"
+    assert missing[0].severity == "error"
+    imported = next(c for c in report.checks if c.name == "import torch")
+    assert imported.passed is False
+    assert "libtorch_cpu.so" in imported.detail
+
+
+def test_hanging_target_gives_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    (fake / "version.py").write_text("__version__ = '2.13.0+cpu'\ncuda = None\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    report = run_verify(torch_python(), timeout_s=3, gpu_probe=NO_GPU)
+    assert not report.ok
+    assert report.error is not None
+    assert "no answer after 3s" in report.error
+    assert "import torch" in report.error
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--python", "/nonexistent/python"], "no such file"),
+        (["--python", sys.executable], "no torch installed"),
+    ],
+)
+def test_bad_input_is_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code = main(["verify", *argv])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert message in err
+    assert "Traceback" not in err
