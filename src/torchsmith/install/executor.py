@@ -43,7 +43,7 @@ def default_verifier() -> Verifier | None:
         from torchsmith.verify import run_verify  # noqa: PLC0415
     except ImportError:
         return None
-    return run_verify  # type: ignore[no-any-return]
+    return run_verify
 
 
 def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
