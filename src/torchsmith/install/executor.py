@@ -8,7 +8,7 @@ ledger attempt of kind "install".
 from __future__ import annotations
 
 import json
-import re
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +20,7 @@ from torchsmith.install import indexes, snapshot, steps
 from torchsmith.install.checks import check_landed
 from torchsmith.install.envstate import package_set, read_dists
 from torchsmith.install.model import InstallOptions, InstallResult, diff
+from torchsmith.install.report import first_error, pip_origins
 from torchsmith.ledger import Ledger
 from torchsmith.plan.model import Recommendation
 from torchsmith.probe.python_env import child_env, probe_python_and_torch, resolve_python
@@ -76,7 +77,9 @@ def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
     if rec.index_url and config.origin.get(rec.index_url) != "plan":
         result.notes.append(f"the plan's index {rec.index_url} is not used")
     report = (
-        Path(tempfile.gettempdir(), "torchsmith-pip-report.json") if installer == "pip" else None
+        Path(tempfile.gettempdir(), f"torchsmith-pip-report-{os.getpid()}.json")
+        if installer == "pip"
+        else None
     )
     args = indexes.installer_args(config, installer)
     result.steps.append(
@@ -169,9 +172,11 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
     after = read_dists(sites)
     result.after = package_set(after)
     result.changed = diff(result.before, result.after)
-    result.origins = _origins(result, step.argv, done.output)
+    result.origins = _origins(result, step.argv)
+    if result.installer == "uv":
+        result.notes.append("from: the configured source holding that exact file (uv names none)")
     if not done.ok:
-        raise InstallFailedError(f"{result.installer} failed: {_first_error(done.output)}")
+        raise InstallFailedError(f"{result.installer} failed: {first_error(done.output)}")
     on_step("checking what landed")
     _, torch = probe_python_and_torch(result.python)
     findings, archs = check_landed(result, torch, after)
@@ -193,19 +198,13 @@ def _restore(result: InstallResult, status: str) -> None:
         result.notes.append("restore incomplete: " + json.dumps(diff(result.before, after)))
 
 
-def _origins(result: InstallResult, argv: tuple[str, ...], output: str) -> dict[str, str]:
+def _origins(result: InstallResult, argv: tuple[str, ...]) -> dict[str, str]:
     """Where each new or changed package came from: pip's report, else the configured source."""
     changed = {n: v for n, (_, v) in result.changed.items() if v is not None}
     report = argv[argv.index("--report") + 1] if "--report" in argv else None
-    origins: dict[str, str] = {}
-    if report and Path(report).is_file():
-        try:
-            data = json.loads(Path(report).read_text(encoding="utf-8"))
-            for item in data.get("install", []):
-                name = str(item["metadata"]["name"]).lower().replace("_", "-")
-                origins[name] = str(item["download_info"]["url"])
-        except (ValueError, KeyError, TypeError):
-            pass
+    origins = pip_origins(Path(report)) if report else {}
+    if report:
+        Path(report).unlink(missing_ok=True)
     config = result.sources or indexes.IndexConfig()
     for name, version in changed.items():
         if name in origins:
@@ -213,18 +212,6 @@ def _origins(result: InstallResult, argv: tuple[str, ...], output: str) -> dict[
         local = indexes.local_wheel(config, name, version)
         origins[name] = local or config.index_url or "the default index (PyPI or its mirror)"
     return {n: origins[n] for n in sorted(changed) if n in origins}
-
-
-_ERROR = re.compile(r"^\s*(error|ERROR|×|╰─▶)[:\s]", re.MULTILINE)
-
-
-def _first_error(output: str) -> str:
-    lines = [ln.strip(" ╰─▶×") for ln in output.splitlines() if _ERROR.match(ln)]
-    lines = [ln for ln in lines if ln and ln.lower() not in ("error:", "error")]
-    if lines:
-        return " ".join(lines[:2])[:300]
-    tail = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    return tail[-1][:300] if tail else "no output"
 
 
 def _config(options: InstallOptions, rec: Recommendation) -> dict[str, Any]:
