@@ -88,6 +88,10 @@ def install(  # noqa: PLR0917
         dry_run=dry_run,
         verify=not no_verify,
     )
+    if python is not None and venv is None:
+        from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+
+        python = resolve_python(python)  # no such interpreter: one line before anything else
     rec = _recommendation(plan_file, python, venv, plan_inputs)
     err = console()
     err.file = sys.stderr

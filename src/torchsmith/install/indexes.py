@@ -66,7 +66,10 @@ def read_user_config(environ: Mapping[str, str] | None = None) -> IndexConfig:
 def parse_pip_config(text: str, environ: Mapping[str, str]) -> IndexConfig:
     """Parse ``pip config list`` output; later scopes (env) win over files, as in pip."""
     values: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
+    lines = text.splitlines()
+    ordered = [ln for ln in lines if not ln.startswith(":env:")]
+    ordered += [ln for ln in lines if ln.startswith(":env:")]  # variables override files
+    for line in ordered:
         found = _CONFIG_LINE.match(line.strip())
         if not found or found["scope"] not in (
             "global",
