@@ -103,9 +103,14 @@ def install(  # noqa: PLR0917
             verifier=executor.default_verifier(),
             argv=("torchsmith", *sys.argv[1:]),
         )
-    emit("install", result, as_json=as_json, render=render_install)
     if result.status not in ("succeeded", "planned"):
-        raise click.exceptions.Exit(4)
+        if not as_json:  # what changed and what was put back; --json gets the error envelope
+            render_install(result, console())
+        raise executor.InstallFailedError(
+            result.error or "the install failed",
+            tip=f"the environment was restored to its state before (ledger #{result.ledger_id})",
+        )
+    emit("install", result, as_json=as_json, render=render_install)
     if result.verify is not None and not getattr(result.verify, "ok", True):
         raise click.exceptions.Exit(1)
 

@@ -67,10 +67,8 @@ def render_install(result: InstallResult, console: Console) -> None:
     if result.snapshot:
         ident = f"#{result.ledger_id}" if result.ledger_id is not None else ""
         console.print(f"  [dim]ledger {ident}; snapshot {result.snapshot}[/dim]")
-    if result.error:
-        console.print(f"[red]error:[/red] {result.error}")
-        if result.status in ("rolled-back", "interrupted"):
-            console.print("tip: the environment was restored to its package set before the install")
+    if result.error and result.status == "rolled-back" and result.installer == "torchsmith":
+        console.print(f"[red]{result.error}[/red]")
     if result.verify is not None:
         from torchsmith.render.verify import render_verify  # noqa: PLC0415
 
