@@ -1,45 +1,38 @@
-"""The corpus of real logs (tests/explain/corpus/<case>/log.txt + case.toml): the top diagnosis must
-have the confirmed category for at least 90% of cases, and healthy logs must get no diagnosis."""
+"""The corpus of real logs (tests/explain/corpus/<case>/log.txt + case.toml), scored per split by
+tests/explain/corpus_score.py: rules are written against the train split; the held-out split is the
+figure that counts. Healthy logs (runs that ended well, warnings included) must get no diagnosis."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import pytest
 
-from torchsmith.explain import explain_files
-from torchsmith.util.toml import loads_toml
+from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, score
 
-CORPUS = Path(__file__).parent / "corpus"
-
-
-def _cases() -> list[tuple[str, dict[str, object], Path]]:
-    found = []
-    for case in sorted(CORPUS.glob("*/case.toml")):
-        log = case.parent / "log.txt"
-        if log.is_file():
-            found.append((case.parent.name, loads_toml(case.read_text("utf-8")), log))
-    return found
+GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
+# train holds every studied miss, including logs no rule can diagnose (no error text, cut before the
+# error): a regression floor, not the figure that counts
+TRAIN_FLOOR = 0.85
 
 
-def test_corpus_accuracy() -> None:
-    cases = _cases()
-    if not cases:
-        return
-    hits, misses, healthy_noise = 0, [], []
-    for name, meta, log in cases:
-        result = explain_files([str(log)])
-        if meta.get("healthy"):
-            if result.diagnoses:
-                healthy_noise.append(f"{name}: {[d.rule for d in result.diagnoses]}")
-            else:
-                hits += 1
-            continue
-        top = result.diagnoses[0].category if result.diagnoses else None
-        if top == meta["category"]:
-            hits += 1
-        else:
-            misses.append(f"{name}: want {meta['category']}, got {top}")
-    print(f"corpus: {hits}/{len(cases)} correct")
-    for miss in misses + healthy_noise:
-        print("  miss:", miss)
-    assert not healthy_noise, healthy_noise
-    assert hits >= 0.9 * len(cases), misses
+@pytest.fixture(scope="module")
+def scores() -> dict[str, SplitScore]:
+    return score(load_cases())
+
+
+def test_every_case_has_a_split_and_a_third_is_held_out() -> None:
+    cases = load_cases()
+    assert cases
+    unknown = [c.name for c in cases if c.split not in SPLITS]
+    assert not unknown, f"cases without split = train|heldout: {unknown}"
+    held = sum(c.split == "heldout" for c in cases)
+    assert 3 * held >= len(cases), f"only {held} of {len(cases)} cases are held out"
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_corpus_accuracy(scores: dict[str, SplitScore], split: str) -> None:
+    s = scores[split]
+    print(s.line(split))
+    assert not s.false_alarms, s.false_alarms
+    # held-out misses are not printed: whoever studies one must move it to train (README)
+    floor = TRAIN_FLOOR if split == "train" else GOAL
+    assert s.top1 >= floor, s.misses if split == "train" else "held-out top-1 below the goal"

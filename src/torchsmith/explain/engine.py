@@ -115,9 +115,13 @@ def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
     specific rule matched, and symptoms ("ninja: build stopped") only when nothing else did.
     Within a level: higher rule priority first, then the earlier evidence (the first real error in
     a compile log beats the cascade after it). Matches of one category are one problem: the best
-    rule leads and the others are listed as related.
+    rule leads and the others are listed as related. A ``corroborate`` rule (an informational line
+    such as "No CUDA runtime is found") counts only when some other rule matched too: alone, the log
+    is of a run that went on.
     """
     ordered = sorted(matches, key=_key)
+    if all(m.rule.corroborate for m in ordered):
+        return []
     causes = [m for m in ordered if not m.rule.symptom and not m.rule.generic]
     generic = [m for m in ordered if m.rule.generic and not m.rule.symptom]
     chosen = causes or generic or [m for m in ordered if m.rule.symptom]

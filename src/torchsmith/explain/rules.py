@@ -56,6 +56,7 @@ _KNOWN_KEYS = frozenset(
         "notes",
         "generic",
         "derive",
+        "corroborate",
     }
 )
 
@@ -75,6 +76,8 @@ class Rule:
     severity: Severity = "error"
     symptom: bool = False
     generic: bool = False  # a catch-all (first compile error): shown only when no specific cause is
+    # an informational line that is no failure on its own: reported only when another rule matched
+    corroborate: bool = False
     exclude: tuple[re.Pattern[str], ...] = ()
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
@@ -172,6 +175,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         severity=severity,
         symptom=bool(raw.get("symptom", False)),
         generic=bool(raw.get("generic", False)),
+        corroborate=bool(raw.get("corroborate", False)),
         exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)

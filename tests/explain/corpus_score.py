@@ -1,0 +1,207 @@
+"""The one place that scores `torchsmith explain` on its corpus, per split.
+
+Each case (tests/explain/corpus/<case>/case.toml) has ``split = "train"`` or ``split = "heldout"``.
+Rules are written against the train cases only; the held-out figure is the one that counts.
+A failing case is right when the top diagnosis has its confirmed category; a healthy case is right
+when it gets no diagnosis at all (a diagnosis there is a false alarm).
+
+Used by tests/explain/test_corpus.py and to rewrite the figures in the corpus README:
+
+    .venv/bin/python -m tests.explain.corpus_score            # print both scores and the misses
+    .venv/bin/python -m tests.explain.corpus_score --readme   # also rewrite the README's figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchsmith.explain import explain_files
+from torchsmith.util.toml import loads_toml
+
+CORPUS = Path(__file__).parent / "corpus"
+SPLITS = ("train", "heldout")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    meta: dict[str, object]
+    log: Path
+
+    @property
+    def split(self) -> str:
+        return str(self.meta.get("split", ""))
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self.meta.get("healthy"))
+
+    @property
+    def category(self) -> str:
+        return str(self.meta["category"])
+
+
+@dataclass
+class SplitScore:
+    cases: int = 0
+    hits: int = 0
+    healthy: int = 0
+    false_alarms: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def failing(self) -> int:
+        return self.cases - self.healthy
+
+    @property
+    def failing_hits(self) -> int:
+        return self.hits - (self.healthy - len(self.false_alarms))
+
+    @property
+    def top1(self) -> float:
+        """Top-1 on the failing logs (right category first)."""
+        return self.failing_hits / self.failing if self.failing else 1.0
+
+    def line(self, split: str) -> str:
+        return (
+            f"{split}: top-1 {self.failing_hits}/{self.failing} = {100 * self.top1:.1f}% "
+            f"on failing logs; false alarms {len(self.false_alarms)}/{self.healthy} healthy logs"
+        )
+
+
+def load_cases(corpus: Path = CORPUS) -> list[Case]:
+    found = []
+    for case in sorted(corpus.glob("*/case.toml")):
+        log = case.parent / "log.txt"
+        if log.is_file():
+            found.append(Case(case.parent.name, loads_toml(case.read_text("utf-8")), log))
+    return found
+
+
+def score(cases: list[Case]) -> dict[str, SplitScore]:
+    scores = {split: SplitScore() for split in SPLITS}
+    for case in cases:
+        s = scores[case.split]
+        s.cases += 1
+        result = explain_files([str(case.log)])
+        if case.healthy:
+            s.healthy += 1
+            if result.diagnoses:
+                s.false_alarms.append(f"{case.name}: {[d.rule for d in result.diagnoses]}")
+            else:
+                s.hits += 1
+            continue
+        top = result.diagnoses[0].category if result.diagnoses else None
+        if top == case.category:
+            s.hits += 1
+        else:
+            s.misses.append(f"{case.name}: want {case.category}, got {top}")
+    return scores
+
+
+def batches(cases: list[Case]) -> dict[str, list[Case]]:
+    """Held-out cases per ``batch`` (gathered after a round of rule writing, not tuned against)."""
+    out: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.split == "heldout" and c.meta.get("batch"):
+            out.setdefault(str(c.meta["batch"]), []).append(c)
+    return dict(sorted(out.items()))
+
+
+def _counts(cases: list[Case], key: str) -> str:
+    counter = Counter(str(c.meta.get(key)) for c in cases)
+    return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
+    healthy = sum(c.healthy for c in cases)
+    recorded = sum(c.name.startswith("recorded-") for c in cases)
+    out = [
+        f"{len(cases)} cases, {healthy} healthy, {recorded} recorded here; "
+        + ", ".join(f"{split} {scores[split].cases}" for split in SPLITS)
+        + ".",
+        "",
+        "| split | cases | failing | top-1 on failing | healthy | false alarms |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for split in SPLITS:
+        s = scores[split]
+        out.append(
+            f"| {split} | {s.cases} | {s.failing} "
+            f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
+            f"| {s.healthy} | {len(s.false_alarms)} |"
+        )
+    for name, group in batches(cases).items():
+        b = score(group)["heldout"]
+        out += [
+            "",
+            f"Held-out batch `{name}` ({b.cases} cases, gathered after that round's rules): "
+            f"top-1 {b.failing_hits}/{b.failing} = {100 * b.top1:.1f}%, "
+            f"false alarms {len(b.false_alarms)}/{b.healthy}.",
+        ]
+    out += ["", "Cases per category and split:", ""]
+    out += ["| category | train | heldout |", "| --- | --- | --- |"]
+    per: Counter[tuple[str, str]] = Counter((c.category, c.split) for c in cases)
+    for cat in sorted({c.category for c in cases}):
+        out.append(f"| {cat} | {per[(cat, 'train')]} | {per[(cat, 'heldout')]} |")
+    out += [
+        "",
+        f"- platforms: {_counts(cases, 'platform')}",
+        f"- tools: {_counts(cases, 'tool')}",
+    ]
+    return "\n".join(out)
+
+
+def cases_markdown(cases: list[Case]) -> str:
+    out = [
+        "| case | category | split | platform | tool | healthy | source |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in cases:
+        source = str(c.meta.get("source", ""))
+        where = f"<{source}>" if source.startswith("https://") else "recorded here"
+        out.append(
+            f"| `{c.name}` | {c.category} | {c.split} | {c.meta.get('platform')} "
+            f"| {c.meta.get('tool')} | {'yes' if c.healthy else ''} | {where} |"
+        )
+    return "\n".join(out)
+
+
+def update_readme(text: str, block: str, name: str = "corpus_score") -> str:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's figures")
+    parser.add_argument("--quiet", action="store_true", help="do not list the misses")
+    parser.add_argument(
+        "--show-heldout",
+        action="store_true",
+        help="also list the held-out misses (whoever reads them must move those cases to train)",
+    )
+    args = parser.parse_args(argv)
+    cases = load_cases()
+    scores = score(cases)
+    for split in SPLITS:
+        print(scores[split].line(split))
+        if not args.quiet and (split == "train" or args.show_heldout):
+            for miss in scores[split].misses + scores[split].false_alarms:
+                print(f"  {split} miss: {miss}")
+    for name, group in batches(cases).items():
+        print(score(group)["heldout"].line(f"heldout batch {name}"))
+    if args.readme:
+        readme = CORPUS / "README.md"
+        text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores))
+        readme.write_text(update_readme(text, cases_markdown(cases), "corpus_cases"), "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
