@@ -144,3 +144,24 @@ def test_cuda_build_without_a_visible_gpu() -> None:
     report = _report(state)
     assert not report.ok
     assert [f.category for f in report.findings] == ["no-gpu-visible"]
+
+
+def test_a_cudnn_loaded_from_elsewhere_is_named(tmp_path: Path) -> None:
+    from torchsmith.verify.model import LoadedLibrary  # noqa: PLC0415
+    from torchsmith.verify.runner import shadowed_libraries  # noqa: PLC0415
+
+    site = tmp_path / "site-packages"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "nvidia" / "cudnn" / "lib").mkdir(parents=True)
+    shipped = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    shipped.write_bytes(b"")
+    system = tmp_path / "usr-local-cuda" / "libcudnn.so.9"
+    system.parent.mkdir()
+    system.write_bytes(b"")
+    report = VerifyReport(python="py", mode="quick", torch_location=str(site / "torch"))
+    report.loaded = [LoadedLibrary("libcudnn.so.9", str(shipped))]
+    assert shadowed_libraries(report) == []
+    report.loaded = [LoadedLibrary("libcudnn.so.9", str(system))]
+    (finding,) = shadowed_libraries(report)
+    assert str(system) in finding.message
+    assert "LD_LIBRARY_PATH" in finding.fix

@@ -46,14 +46,21 @@ def test_correctness_checks_on_cpu_torch(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_script_on_cpu_torch_stops_after_import(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_all_reduce_ranks_spawn_and_report_bus_bandwidth(tmp_path: Path) -> None:
+    """The multi-GPU path's process handling, with gloo on CPU standing in for NCCL on GPUs."""
     out = tmp_path / "state.json"
-    subprocess.run(
-        [str(torch_python()), "-B", str(SCRIPTS / "verify_target.py"), str(out), "{}"],
-        check=True,
-        timeout=120,
+    code = (
+        f"import sys\nsys.path.insert(0, {str(SCRIPTS)!r})\nimport verify_target as vt\n"
+        f"import torch\nvt.OUT = {str(out)!r}\n"
+        "if __name__ == '__main__':\n"
+        "    vt.check('all-reduce', vt.nccl_check, torch, 2, False, 60.0, 'gloo')\n"
     )
-    state = json.loads(out.read_text())
-    assert state["done"] is True
-    assert state["cuda_built"] is None
-    assert [c["name"] for c in state["checks"]] == ["import torch"]
+    script = tmp_path / "run_allreduce.py"
+    script.write_text(code)
+    subprocess.run([str(torch_python()), "-B", str(script)], check=True, timeout=120)
+    (check,) = json.loads(out.read_text())["checks"]
+    assert check["passed"] is True, check
+    assert check["value"] > 0
+    assert "GLOO" in check["detail"]
+    assert "over 2 ranks" in check["detail"]

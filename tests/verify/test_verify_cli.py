@@ -99,3 +99,30 @@ def test_bad_input_is_one_line(
     assert code == 3
     assert message in err
     assert "Traceback" not in err
+
+
+def test_routes_decided_from_torch_archs_before_any_kernel() -> None:
+    from torchsmith.probe.model import ArchSet, TorchInfo  # noqa: PLC0415
+    from torchsmith.verify.runner import _routes  # noqa: PLC0415
+
+    torch = TorchInfo("2.11.0+cu130", "/x", cuda="13.0", archs=ArchSet(sass=("sm_120",)))
+    routes = _routes(torch)
+    assert routes["12.0"]["kind"] == "sass"
+    assert routes["9.0"]["ok"] is False
+    ptx = TorchInfo("2.11.0+cu130", "/x", cuda="13.0", archs=ArchSet(ptx=("compute_80",)))
+    assert _routes(ptx)["9.0"]["kind"] == "ptx"
+    assert _routes(TorchInfo("2.13.0+cpu", "/x")) == {}
+
+
+def test_crashing_target_gives_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import os\nos._exit(139)\n")
+    (fake / "version.py").write_text("__version__ = '2.13.0+cpu'\ncuda = None\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    report = run_verify(torch_python(), gpu_probe=NO_GPU)
+    assert not report.ok
+    assert report.error is not None
+    assert "exit status 139" in report.error

@@ -81,7 +81,8 @@ def run_verify(
     probe = gpu_probe or _live_gpus
     _static(report, torch, info.site_packages, exe)
     gpus: tuple[GpuInfo, ...] = ()
-    if torch.cuda is None:  # only then does it matter whether the machine has an NVIDIA GPU
+    cpu_only = torch.cuda is None and torch.hip is None
+    if cpu_only:  # only then does it matter whether the machine has an NVIDIA GPU
         gpus, driver = probe()
         report.driver_version = driver.version if driver else None
         report.findings.append(_cpu_only(torch, gpus))
@@ -90,7 +91,7 @@ def run_verify(
     if torch.cuda is not None and report.driver_version is None:  # the script could not read it
         _, driver = probe()
         report.driver_version = driver.version if driver else None
-    if torch.cuda is None:
+    if cpu_only:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]
         report.add(
             Check(
@@ -100,6 +101,8 @@ def run_verify(
                 "CPU-only torch" + (f" on a machine with {nvidia[0].name}" if nvidia else ""),
             )
         )
+    report.findings.extend(shadowed_libraries(report))
+    _drop_repeats(report)
     report.duration_s = round(time.monotonic() - started, 3)
     report.ok = not any(c.passed is False for c in report.checks)
     return report
@@ -126,6 +129,49 @@ def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str
         Check("shared libraries", not missing, len(result.objects), detail, result.duration_s)
     )
     report.findings.extend(static.findings(result, torch.version, torch.cuda))
+
+
+def shadowed_libraries(report: VerifyReport) -> list[Finding]:
+    """A CUDA library loaded from elsewhere although torch's own install ships one of that name.
+
+    The classic: LD_LIBRARY_PATH (or PATH) pointing at a system CUDA/cuDNN, so the process runs
+    with a cuDNN other than the one torch was built and tested with.
+    """
+    if not report.torch_location or not report.loaded:
+        return []
+    site = Path(report.torch_location).parent
+    shipped: dict[str, Path] = {}
+    for pattern in ("torch/lib/*", "nvidia/*/lib/*", "nvidia/*/bin/*"):
+        for path in site.glob(pattern):
+            shipped.setdefault(path.name.lower(), path)
+    out = []
+    for lib in report.loaded:
+        own = shipped.get(lib.name.lower())
+        if own is None or Path(lib.path).resolve() == own.resolve():
+            continue
+        out.append(
+            Finding(
+                "other",
+                "warning",
+                f"{lib.name} was loaded from {lib.path}, not from the copy torch's install ships "
+                f"({own})",
+                "remove the other CUDA/cuDNN directory from LD_LIBRARY_PATH (Linux) or PATH "
+                "(Windows) for this environment, so torch uses the libraries it was built with",
+                subject=lib.name,
+            )
+        )
+    return out
+
+
+def _drop_repeats(report: VerifyReport) -> None:
+    """A failed import explained as what the static check already named is said once."""
+    static_categories = {f.category for f in report.findings if f.subject != "torch"}
+    report.findings = [
+        f
+        for f in report.findings
+        if not (f.subject == "torch" and f.message.startswith("`import torch` failed"))
+        or f.category not in static_categories
+    ]
 
 
 def _cpu_only(torch: TorchInfo, gpus: tuple[GpuInfo, ...]) -> Finding:

@@ -222,7 +222,8 @@ class _Walker:
                     missing.setdefault(self._key(name), found)
                     continue
                 self.by_name[self._key(name)] = found.path
-                queue.append((found.path, (*own_rpath, *inherited)))
+                if found.via not in ("System32", "api-set", "python dir"):  # loaded already
+                    queue.append((found.path, (*own_rpath, *inherited)))
         # A name reached later under its soname (another route) was loaded after all.
         return [m for k, m in missing.items() if k not in self.by_name]
 
@@ -265,7 +266,7 @@ class _Walker:
         for via, dirs in tiers:
             for d in dirs:
                 if self._usable(Path(d) / name):
-                    return Resolved(name, str(Path(d) / name), needed_by, via)
+                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
         for candidate in self.env.ld_cache.get(name, ()):
             if self._usable(Path(candidate)):
                 return Resolved(name, candidate, needed_by, "ld.so.cache")
@@ -275,7 +276,7 @@ class _Walker:
         ):
             for d in dirs:
                 if self._usable(Path(d) / name):
-                    return Resolved(name, str(Path(d) / name), needed_by, via)
+                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
         return Resolved(name, None, needed_by, "")
 
     def _find_dll(self, name: str, needed_by: str) -> Resolved:
@@ -382,6 +383,17 @@ def fix_for(name: str, torch_version: str, cuda: str | None) -> str:
     major = cuda.split(".")[0] if cuda else None
     what = provider(name, major)
     reinstall = f"pip install --force-reinstall torch=={torch_version}"
+    low = name.lower()
+    if low.startswith(("vcruntime140", "msvcp140", "vcomp140", "concrt140")):
+        return (
+            f"{name} is part of the Microsoft Visual C++ Redistributable: install the latest "
+            "2015-2022 x64 one (https://aka.ms/vs/17/release/vc_redist.x64.exe)"
+        )
+    if re.fullmatch(r"python3\d*\.dll", low):
+        return (
+            f"{name} is the interpreter's own DLL: this torch was built for another Python, or the "
+            f"environment is broken; {reinstall} with this interpreter"
+        )
     if what == "driver":
         return (
             f"{name} comes with the NVIDIA driver, not with pip: install or repair the driver "

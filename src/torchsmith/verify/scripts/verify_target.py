@@ -191,9 +191,11 @@ def matmul_tflops(torch: Any, dev: Any, full: bool) -> Result:
     b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
     batches, reps = (10, 20) if full else (8, 10)
-    for _ in range(5):
-        torch.matmul(a, b, out=c)
-    torch.cuda.synchronize(dev)
+    warm_until = time.perf_counter() + (0.5 if full else 0.15)  # clocks ramp up under load
+    while time.perf_counter() < warm_until:
+        for _ in range(5):
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize(dev)
     best = 0.0
     for _ in range(batches):
         start = torch.cuda.Event(enable_timing=True)
@@ -373,31 +375,42 @@ def driver_info(torch: Any) -> dict[str, str]:
 # ---------------------------------------------------------------- several GPUs
 
 
-def nccl_worker(rank: int, world: int, init: str, out_dir: str, size: int) -> None:
+def nccl_worker(  # noqa: PLR0917 (multiprocessing passes args positionally)
+    rank: int, world: int, init: str, out_dir: str, size: int, backend: str = "nccl"
+) -> None:
+    """One rank of the all-reduce (backend "gloo" on CPU tensors: the tests' stand-in)."""
     import torch
     import torch.distributed as dist
 
-    torch.cuda.set_device(rank)
+    gpu = backend == "nccl"
+    if gpu:
+        torch.cuda.set_device(rank)
+
+    def sync() -> None:
+        if gpu:
+            torch.cuda.synchronize()
+
     result: dict[str, Any] = {"rank": rank}
     try:
-        dist.init_process_group("nccl", init_method=init, rank=rank, world_size=world)
-        x = torch.ones(size // 4, dtype=torch.float32, device="cuda")
+        dist.init_process_group(backend, init_method=init, rank=rank, world_size=world)
+        x = torch.ones(size // 4, dtype=torch.float32, device="cuda" if gpu else "cpu")
         for _ in range(3):
             dist.all_reduce(x)
-        torch.cuda.synchronize()
+        sync()
         x.fill_(1.0)
         reps = 10
         dist.barrier()
         started = time.perf_counter()
         for _ in range(reps):
             dist.all_reduce(x)
-        torch.cuda.synchronize()
+        sync()
         seconds = (time.perf_counter() - started) / reps
         x.fill_(1.0)
         dist.all_reduce(x)
         result["correct"] = bool(float(x[0]) == world and float(x[-1]) == world)
         result["busbw_gbs"] = size * 2.0 * (world - 1) / world / seconds / 1e9
-        result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+        if gpu:
+            result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
         dist.destroy_process_group()
     except Exception as exc:
         result["error"] = (type(exc).__name__ + ": " + str(exc)).splitlines()[0][:300]
@@ -405,22 +418,26 @@ def nccl_worker(rank: int, world: int, init: str, out_dir: str, size: int) -> No
         json.dump(result, f)
 
 
-def nccl_check(torch: Any, world: int, full: bool, budget_s: float) -> Result:
+def nccl_check(
+    torch: Any, world: int, full: bool, budget_s: float, backend: str = "nccl"
+) -> Result:
     import multiprocessing
     import socket
     import tempfile
 
-    if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
+    if not torch.distributed.is_available():
+        return False, None, "this torch has no torch.distributed"
+    if backend == "nccl" and not torch.distributed.is_nccl_available():
         return False, None, "this torch has no NCCL backend"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     init = "tcp://127.0.0.1:%d" % port
-    size = (256 << 20) if full else (64 << 20)
+    size = ((256 << 20) if full else (64 << 20)) if backend == "nccl" else (1 << 20)
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="torchsmith-nccl-") as out_dir:
         procs = [
-            ctx.Process(target=nccl_worker, args=(r, world, init, out_dir, size))
+            ctx.Process(target=nccl_worker, args=(r, world, init, out_dir, size, backend))
             for r in range(world)
         ]
         for p in procs:
@@ -445,8 +462,9 @@ def nccl_check(torch: Any, world: int, full: bool, budget_s: float) -> Result:
         return False, None, errors[0]
     bw = min(r["busbw_gbs"] for r in results)
     ok = all(r["correct"] for r in results)
-    detail = "NCCL %s all-reduce of %d MiB over %d GPUs, bus bandwidth %.1f GB/s%s" % (
-        results[0].get("nccl"),
+    detail = "%s %s all-reduce of %d MiB over %d ranks, bus bandwidth %.1f GB/s%s" % (
+        backend.upper(),
+        results[0].get("nccl") or "",
         size >> 20,
         world,
         bw,
@@ -468,6 +486,18 @@ def cuda_available(torch: Any) -> Result:
     except Exception as exc:
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     return False, 0, why
+
+
+def peer_access(torch: Any, count: int) -> Result:
+    pairs = [
+        [i, j, bool(torch.cuda.can_device_access_peer(i, j))]
+        for i in range(count)
+        for j in range(count)
+        if i != j
+    ]
+    STATE["peer_access"] = pairs
+    able = sum(p[2] for p in pairs)
+    return True, able, "%d of %d GPU pairs can access each other's memory" % (able, len(pairs))
 
 
 def gpu_checks(torch: Any, index: int, routes: dict[str, Any], full: bool) -> None:
@@ -529,7 +559,8 @@ def main(argv: list[str]) -> None:
     if torch is None:
         return
     STATE["cuda_built"] = torch.version.cuda
-    if not torch.version.cuda:
+    STATE["hip_built"] = getattr(torch.version, "hip", None)
+    if not (torch.version.cuda or STATE["hip_built"]):  # ROCm builds use the torch.cuda API too
         STATE["done"] = True
         save()
         return
@@ -538,28 +569,17 @@ def main(argv: list[str]) -> None:
         STATE["done"] = True
         save()
         return
-    STATE["driver"] = driver_info(torch)
+    STATE["driver"] = _safe(lambda: driver_info(torch)) or {}
     for index in range(count):
-        gpu_checks(torch, index, routes, full)
-    STATE["loaded"] = loaded_libraries()
-    STATE["versions"] = library_versions(torch, STATE["loaded"])
+        try:
+            gpu_checks(torch, index, routes, full)
+        except Exception as exc:  # outside a check (device properties): record, go on
+            STATE.setdefault("errors", []).append("cuda:%d: %s" % (index, exc))
+    STATE["loaded"] = _safe(loaded_libraries) or []
+    STATE["versions"] = _safe(lambda: library_versions(torch, STATE["loaded"])) or {}
     save()
     if count > 1:
-        pairs = []
-        for i in range(count):
-            for j in range(count):
-                if i != j:
-                    pairs.append([i, j, bool(torch.cuda.can_device_access_peer(i, j))])
-        STATE["peer_access"] = pairs
-        check(
-            "peer access",
-            lambda: (
-                True,
-                sum(p[2] for p in pairs),
-                "%d of %d GPU pairs can access each other's memory"
-                % (sum(p[2] for p in pairs), len(pairs)),
-            ),
-        )
+        check("peer access", peer_access, torch, count)
         check("nccl all-reduce GB/s", nccl_check, torch, count, full, nccl_budget)
     STATE["done"] = True
     save()
