@@ -29,15 +29,15 @@ def test_h200_all_pass_with_figures_and_loaded_libraries() -> None:
     assert report.findings == []
     (gpu,) = report.gpus
     assert (gpu.name, gpu.compute_capability, gpu.route_kind) == ("NVIDIA H200", "9.0", "sass")
-    assert gpu.bf16_tflops == 781.4
+    assert gpu.bf16_tflops == 701.4
     assert gpu.peak_bf16_tflops == 989.5
-    assert gpu.copy_gbs == 3950.2
+    assert gpu.copy_gbs == 4239.6
     assert gpu.peak_bandwidth_gbs == 4800
     versions = {lib.name: lib.version for lib in report.loaded}
     assert versions["libcudnn.so.9"] == "9"
-    assert versions["libcuda.so.1"] == "580.95.05"
-    assert report.driver_version == "580.95.05"
-    assert report.import_s == 1.8412
+    assert versions["libcuda.so.580.159.04"] == "580.159.04"
+    assert report.driver_version == "580.159.04"
+    assert report.import_s == 3.0972
 
 
 def test_far_below_peak_warns_with_the_datasheet_source() -> None:
@@ -126,10 +126,10 @@ def test_render_and_envelope() -> None:
     render_verify(report, console)
     text = console.export_text()
     assert "NVIDIA H200" in text
-    assert "79% of datasheet 989.5" in text
+    assert "71% of datasheet 989.5" in text
     doc = json.loads(envelope.dumps(envelope.wrap("verify", report)))
     assert doc["schema"] == "torchsmith/verify"
-    assert doc["data"]["gpus"][0]["bf16_tflops"] == 781.4
+    assert doc["data"]["gpus"][0]["bf16_tflops"] == 701.4
 
 
 def test_cuda_build_without_a_visible_gpu() -> None:
@@ -165,3 +165,15 @@ def test_a_cudnn_loaded_from_elsewhere_is_named(tmp_path: Path) -> None:
     (finding,) = shadowed_libraries(report)
     assert str(system) in finding.message
     assert "LD_LIBRARY_PATH" in finding.fix
+
+
+def test_two_h200s_recorded_figures_and_nccl() -> None:
+    """Real recording on nvidia-h200-x2: per-GPU figures plausible, NCCL bus bandwidth present."""
+    path = Path(__file__).parents[1] / "fixtures" / "2xh200-linux" / "verify_quick.json"
+    data = json.loads(path.read_text())["data"]
+    assert data["ok"]
+    assert [g["compute_capability"] for g in data["gpus"]] == ["9.0", "9.0"]
+    for gpu in data["gpus"]:
+        assert 0.5 * gpu["peak_bf16_tflops"] < gpu["bf16_tflops"] < gpu["peak_bf16_tflops"]
+        assert gpu["copy_gbs"] < gpu["peak_bandwidth_gbs"]
+    assert data["nccl_busbw_gbs"] == 258.0

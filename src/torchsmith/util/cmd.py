@@ -132,18 +132,23 @@ def run(
     return result
 
 
+def signal_group(proc: subprocess.Popen[bytes], *, hard: bool) -> None:
+    """SIGTERM (or with ``hard`` SIGKILL) the process and, on POSIX, its whole process group."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL if hard else signal.SIGTERM)  # type: ignore[attr-defined,unused-ignore]
+        elif hard:
+            proc.kill()
+        else:
+            proc.terminate()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Terminate, then kill, the process and (on POSIX) its whole process group."""
     for hard in (False, True):
-        try:
-            if os.name == "posix":
-                os.killpg(proc.pid, signal.SIGKILL if hard else signal.SIGTERM)  # type: ignore[attr-defined,unused-ignore]
-            elif hard:
-                proc.kill()
-            else:
-                proc.terminate()
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(proc, hard=hard)
         try:
             proc.communicate(timeout=_GRACE_S)
             return

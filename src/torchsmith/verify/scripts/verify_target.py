@@ -537,14 +537,17 @@ def gpu_checks(torch: Any, index: int, routes: dict[str, Any], full: bool) -> No
         )
         save()
         return
-    for mode in ("fp32", "tf32", "fp16", "bf16"):
-        check(tag + "matmul " + mode, matmul_check, torch, dev, mode)
-    check(tag + "cudnn conv2d", conv_check, torch, dev)
-    check(tag + "sdpa", sdpa_check, torch, dev)
-    check(tag + "bf16 matmul TFLOP/s", matmul_tflops, torch, dev, full)
-    check(tag + "copy bandwidth GB/s", copy_bandwidth, torch, dev, full)
-    if full:
-        check(tag + "torch.compile", compile_check, torch, dev)
+    # CUDA events and the current stream belong to the current device: make it this GPU, or
+    # the timings of GPU 1+ measure an empty stream of GPU 0.
+    with torch.cuda.device(index):
+        for mode in ("fp32", "tf32", "fp16", "bf16"):
+            check(tag + "matmul " + mode, matmul_check, torch, dev, mode)
+        check(tag + "cudnn conv2d", conv_check, torch, dev)
+        check(tag + "sdpa", sdpa_check, torch, dev)
+        check(tag + "bf16 matmul TFLOP/s", matmul_tflops, torch, dev, full)
+        check(tag + "copy bandwidth GB/s", copy_bandwidth, torch, dev, full)
+        if full:
+            check(tag + "torch.compile", compile_check, torch, dev)
 
 
 def main(argv: list[str]) -> None:

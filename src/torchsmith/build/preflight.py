@@ -1,0 +1,445 @@
+"""preflight: every check before anything compiles, each a Finding with a category and a fix.
+
+Pure: compares the configuration with the probe, the knowledge base and what ``read_tree``
+found in the tree. The configuration's own findings (no GPU visible...) come first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from torchsmith import platforms
+from torchsmith.build.config import (
+    EXTENSION_KINDS,
+    GB,
+    can_target,
+    host_compiler_ok,
+    toolkit_sm_targets,
+)
+from torchsmith.build.detect import is_cuda_project
+from torchsmith.build.model import BuildConfig
+from torchsmith.build.tree import BuildCache, TreeFacts
+from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
+from torchsmith.knowledge.compat import parse_cc
+from torchsmith.probe.model import Finding, Probe
+from torchsmith.taxonomy import SEVERITY_ORDER
+
+CLEAN_FIX = "clean the build outputs and configure again: torchsmith clean (or build --clean)"
+
+
+def preflight(
+    config: BuildConfig,
+    tree: TreeFacts,
+    probe: Probe,
+    kb: Knowledge,
+    *,
+    facts: BuildFacts | None = None,
+) -> tuple[Finding, ...]:
+    facts = facts or load_build_facts()
+    out: list[Finding] = list(config.findings)
+    out += _resources(config, tree, probe, facts)
+    out += _tools(config, tree, probe)
+    out += _submodules(tree)
+    out += _toolkit(config, probe, kb)
+    out += _windows(config, facts)
+    out += stale_cache(config, tree)
+    return tuple(sorted(out, key=lambda f: SEVERITY_ORDER[f.severity]))
+
+
+def blocking(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The findings that stop a build (errors)."""
+    return tuple(f for f in findings if f.severity == "error")
+
+
+# -- RAM, disk, permissions -------------------------------------------------------------------
+
+
+def _resources(
+    config: BuildConfig, tree: TreeFacts, probe: Probe, facts: BuildFacts
+) -> list[Finding]:
+    out = []
+    cuda = is_cuda_project(config.project)
+    per_job = facts.nvcc_thread_gb * config.nvcc_threads if cuda else facts.cxx_job_gb
+    need = per_job * config.jobs + facts.reserve_gb
+    ram = probe.host.ram_available_bytes or probe.host.ram_total_bytes
+    if ram is not None and ram / GB < need:
+        safe = max(1, int((ram / GB - facts.reserve_gb) // per_job))
+        out.append(
+            Finding(
+                "compile-oom",
+                "error" if ram / GB < per_job + facts.reserve_gb else "warning",
+                f"{config.jobs} jobs need about {need:.0f} GB RAM ({per_job:g} GB each); "
+                f"{ram / GB:.1f} GB is available: compilers would be killed",
+                f"build with --jobs {safe} (or free memory)",
+                subject="RAM",
+                source=facts.memory_sources[0],
+            )
+        )
+    disk_need = facts.disk_gb.get(config.project.kind)
+    if tree.disk_free_bytes is not None and disk_need and tree.disk_free_bytes / GB < disk_need:
+        out.append(
+            Finding(
+                "other",
+                "error",
+                f"{tree.disk_free_bytes / GB:.1f} GB free at {tree.path}; a "
+                f"{config.project.kind} build needs about {disk_need:g} GB",
+                "free disk space or build from a copy of the tree on a larger disk",
+                subject="disk",
+                source=facts.disk_sources[0],
+            )
+        )
+    if not tree.writable:
+        out.append(
+            Finding(
+                "other",
+                "error",
+                f"{tree.path} is not writable: the build cannot write its outputs there",
+                "build from a copy you own, or fix the folder's permissions",
+                subject="permissions",
+            )
+        )
+    return out
+
+
+# -- build tools ------------------------------------------------------------------------------
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text or "")[:3])
+
+
+def _tools(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
+    out = []
+    tools = {t.name: t for t in probe.build_tools if t.path}
+    uses_cmake = config.project.kind in ("cmake", "pytorch")
+    cmake = tools.get("cmake")
+    if uses_cmake and cmake is None:
+        out.append(
+            Finding(
+                "missing-build-dependency",
+                "error",
+                "cmake is not installed; this tree is configured with CMake",
+                "pip install cmake (into the build's environment) or install it system-wide",
+                subject="cmake",
+            )
+        )
+    elif (
+        uses_cmake
+        and cmake
+        and tree.cmake_minimum
+        and _version(cmake.version) < _version(tree.cmake_minimum)
+    ):
+        out.append(
+            Finding(
+                "missing-build-dependency",
+                "error",
+                f"the tree needs cmake >= {tree.cmake_minimum} "
+                f"(cmake_minimum_required); {cmake.path} is {cmake.version}",
+                f"pip install 'cmake>={tree.cmake_minimum}'",
+                subject="cmake",
+            )
+        )
+    wants_ninja = config.project.kind != "cpp_extension" or config.project.uses_ninja
+    if wants_ninja and "ninja" not in tools:
+        out.append(
+            Finding(
+                "missing-build-dependency",
+                "error" if config.project.kind == "cmake" else "warning",
+                "ninja is not installed: "
+                + (
+                    "the configuration asks CMake for the Ninja generator"
+                    if config.project.kind in ("cmake", "pytorch")
+                    else "torch.utils.cpp_extension falls back to compiling one file at a time"
+                ),
+                "pip install ninja",
+                subject="ninja",
+            )
+        )
+    if config.host_compiler is None and (config.project.kind != "cmake" or config.cuda_home):
+        out.append(
+            Finding(
+                "missing-build-dependency",
+                "error",
+                "no C++ compiler found",
+                "install a C++ compiler (gcc/g++, clang, or Visual Studio Build Tools on Windows)",
+                subject="compiler",
+            )
+        )
+    return out
+
+
+def _submodules(tree: TreeFacts) -> list[Finding]:
+    missing = [s.path for s in tree.submodules if s.state == "uninitialized"]
+    if not missing:
+        return []
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return [
+        Finding(
+            "missing-build-dependency",
+            "error",
+            f"{len(missing)} git submodule(s) not initialised: {shown}",
+            f"git -C {tree.path} submodule update --init --recursive",
+            subject="git submodules",
+        )
+    ]
+
+
+# -- toolkit, host compiler, torch --------------------------------------------------------------
+
+
+def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
+    out: list[Finding] = []
+    tk = next((t for t in probe.cuda_toolkits if t.root == config.cuda_home), None)
+    if tk is None:
+        return out
+    sms, how = toolkit_sm_targets(tk, kb)
+    if tk.nvcc is None and tk.error:
+        out.append(
+            Finding(
+                "cuda-toolkit-not-found",
+                "error",
+                f"the CUDA toolkit at {tk.root} has no nvcc ({tk.error})",
+                "install a full CUDA toolkit (or pip install nvidia-cuda-nvcc for CUDA 13) and "
+                "set CUDA_HOME to it",
+                subject="nvcc",
+            )
+        )
+    for entry in config.arch_list:
+        cc = entry.replace("+PTX", "")
+        if can_target(tk, kb, cc) is False:
+            major, minor = parse_cc(cc)
+            newer = [t.version for t in kb.toolkits if f"sm_{major}{minor}" in t.sm_targets]
+            hint = f"CUDA {newer[0]} or newer" if newer else "a newer CUDA toolkit"
+            if newer and _version(newer[-1]) < _version(tk.version):
+                hint = f"a CUDA toolkit up to {newer[-1]} (this arch was dropped later)"
+            out.append(
+                Finding(
+                    "toolkit-too-old-for-arch",
+                    "error",
+                    f"nvcc {tk.version} at {tk.root} cannot compile for sm_{major}{minor} "
+                    f"(compute capability {cc}); it targets {_span(sms)} ({how})",
+                    f"install {hint} and set CUDA_HOME to it, or drop that target",
+                    subject=f"sm_{major}{minor}",
+                    source=None if how.startswith("nvcc") else "nvcc_wheels",
+                )
+            )
+    host = next(
+        (c for c in probe.compilers if (c.path or c.name) == config.host_compiler and c.version),
+        None,
+    )
+    if host is not None and host_compiler_ok(host, kb, tk.version) is False:
+        known = kb.toolkit(tk.version or "")
+        limit = ""
+        if known is not None:
+            limit = (
+                f"MSC_VER {known.msc_ver_min}-{known.msc_ver_max}"
+                if host.name == "msvc"
+                else f"gcc <= {known.max_gcc_major}, clang <= {known.max_clang_major}"
+            )
+        out.append(
+            Finding(
+                "unsupported-host-compiler",
+                "error",
+                f"nvcc {tk.version} rejects {host.name} {host.version} as host compiler "
+                f"(accepts {limit})",
+                "install a supported compiler and set CUDAHOSTCXX (Linux) or use a newer "
+                "CUDA toolkit",
+                subject=host.name,
+                source="host_config",
+            )
+        )
+    if config.project.kind in EXTENSION_KINDS and probe.torch is not None:
+        torch_cuda = probe.torch.cuda
+        if torch_cuda is None and is_cuda_project(config.project):
+            out.append(
+                Finding(
+                    "cpu-only-torch",
+                    "error",
+                    f"the target torch {probe.torch.version} is a CPU build: CUDA extensions "
+                    "cannot be built against it",
+                    "install a CUDA build of torch into the target environment "
+                    "(torchsmith plan shows which)",
+                    subject="torch",
+                )
+            )
+        elif torch_cuda and _version(torch_cuda)[:1] != _version(tk.version)[:1]:
+            out.append(
+                Finding(
+                    "toolkit-torch-cuda-mismatch",
+                    "error",
+                    f"CUDA toolkit {tk.version} differs in major version from the CUDA "
+                    f"{torch_cuda} the target torch {probe.torch.version} was built with; "
+                    "torch.utils.cpp_extension refuses the mix",
+                    f"install a CUDA {_version(torch_cuda)[0]}.x toolkit and set CUDA_HOME to it",
+                    subject="CUDA_HOME",
+                )
+            )
+    return out
+
+
+def _span(sms: tuple[str, ...]) -> str:
+    if not sms:
+        return "no known archs"
+    order = sorted(sms, key=_version)
+    return f"{order[0]}…{order[-1]}"
+
+
+def _windows(config: BuildConfig, facts: BuildFacts) -> list[Finding]:
+    if platforms.current_os() != "windows":
+        return []
+    if len(config.project.path) <= facts.windows_max_tree_path:
+        return []
+    return [
+        Finding(
+            "windows-path-length",
+            "warning",
+            f"the tree's path is {len(config.project.path)} characters; build outputs nest "
+            "deep and can pass Windows' 260-character MAX_PATH",
+            "move or clone the tree to a short path such as C:\\src\\pt, or enable long paths "
+            "(LongPathsEnabled=1) and git config core.longpaths true",
+            subject="path",
+            source="ms_max_path",
+        )
+    ]
+
+
+# -- stale build cache -------------------------------------------------------------------------
+
+_ON = {"1", "on", "true", "yes", "y"}
+_OFF = {"0", "off", "false", "no", "n", ""}
+
+
+def _switch(value: str) -> str:
+    v = value.strip().lower()
+    if v in _ON:
+        return "ON"
+    if v in _OFF or v.endswith("-notfound"):
+        return "OFF"
+    return value.strip()
+
+
+def _is_bool(value: str) -> bool:
+    return value.strip().lower() in _ON | _OFF - {""}
+
+
+def _arch_set(value: str) -> frozenset[str]:
+    """ "9.0;12.0+PTX" / "90-real;120" / "90 120" → comparable sm numbers."""
+    out = set()
+    for item in re.split(r"[;\s,]+", value.strip()):
+        if not item:
+            continue
+        digits = re.sub(r"\D", "", item.split("-")[0].split("+")[0])
+        out.add(digits + ("+ptx" if "+PTX" in item else ""))
+    return frozenset(out)
+
+
+def _expected(config: BuildConfig) -> dict[str, str]:
+    """What the configuration will hand CMake / the extension build, by cache key."""
+    want: dict[str, str] = {}
+    env = config.env
+    for key, value in env.items():
+        if key.startswith(("USE_", "BUILD_")):
+            want[key] = value
+    for arg in config.cmake_args:
+        if arg.startswith("-D") and "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            want[key.split(":")[0]] = value
+    if config.arch_list:
+        want["TORCH_CUDA_ARCH_LIST"] = ";".join(config.arch_list)
+    if config.cuda_home:
+        sep = "\\" if "\\" in config.cuda_home else "/"
+        want.setdefault("CMAKE_CUDA_COMPILER", config.cuda_home.rstrip(sep) + f"{sep}bin{sep}nvcc")
+    if "CMAKE_GENERATOR" in env or config.project.kind == "cmake":
+        want["CMAKE_GENERATOR"] = env.get("CMAKE_GENERATOR", "Ninja")
+    if config.project.kind in ("pytorch",):
+        want["PYTHON_EXECUTABLE"] = config.python
+        want["CMAKE_BUILD_TYPE"] = "Debug" if config.profile == "debug" else "Release"
+        if config.launcher:
+            for lang in ("C", "CXX", "CUDA"):
+                want[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = config.launcher
+    return want
+
+
+def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
+    out = []
+    for cache in tree.caches:
+        diffs = (
+            _cmake_diffs(config, tree, cache)
+            if cache.kind == "cmake"
+            else _ninja_diffs(config, tree, cache)
+        )
+        if not diffs:
+            continue
+        pytorch = config.project.kind == "pytorch" and cache.kind == "cmake"
+        why = (
+            "; PyTorch's tools/setup_helpers/cmake.py skips CMake configure while "
+            "build/CMakeCache.txt exists, so the new values would never reach the build"
+            if pytorch
+            else ""
+        )
+        out.append(
+            Finding(
+                "stale-build-cache",
+                "error" if pytorch or cache.kind == "cmake" else "warning",
+                f"{cache.path} was made for another configuration: " + "; ".join(diffs) + why,
+                CLEAN_FIX,
+                subject=cache.kind + " cache",
+            )
+        )
+    return out
+
+
+def _same_path(a: str, b: str, tree: TreeFacts) -> bool:
+    return a == b or tree.realpaths.get(a, a) == tree.realpaths.get(b, b)
+
+
+_PATHS = ("CMAKE_CUDA_COMPILER", "CMAKE_CUDA_HOST_COMPILER", "PYTHON_EXECUTABLE")
+_LAUNCH = (
+    "CMAKE_C_COMPILER_LAUNCHER",
+    "CMAKE_CXX_COMPILER_LAUNCHER",
+    "CMAKE_CUDA_COMPILER_LAUNCHER",
+)
+
+
+def _cmake_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> list[str]:
+    cached = cache.values
+    diffs = []
+    for key, want in _expected(config).items():
+        have = cached.get(key)
+        if key == "PYTHON_EXECUTABLE" and have is None:
+            have = cached.get("Python_EXECUTABLE") or cached.get("Python3_EXECUTABLE")
+        if have is None:
+            if key in _LAUNCH:
+                diffs.append(f"{key}: cached none, requested {want}")
+            continue
+        if key == "TORCH_CUDA_ARCH_LIST":
+            same = _arch_set(have) == _arch_set(want)
+        elif key == "CMAKE_CUDA_ARCHITECTURES":
+            same = set(re.split(r"[;\s]+", have.strip())) == set(re.split(r"[;\s]+", want))
+        elif key in _PATHS or key in _LAUNCH:
+            same = _same_path(have, want, tree)
+        elif key.startswith(("USE_", "BUILD_")) or (_is_bool(have) and _is_bool(want)):
+            same = _switch(have) == _switch(want)
+        else:
+            same = have.strip() == want.strip()
+        if not same:
+            diffs.append(f"{key}: cached {have or '(empty)'}, requested {want}")
+    return diffs
+
+
+def _ninja_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> list[str]:
+    cached = cache.values
+    diffs = []
+    have_archs = cached.get("TORCH_CUDA_ARCH_LIST")
+    if have_archs and config.arch_list:
+        want = ";".join(a.replace("+PTX", "") for a in config.arch_list)
+        if _arch_set(have_archs) != _arch_set(want):
+            diffs.append(f"CUDA archs: cached {have_archs}, requested {want}")
+    nvcc = cached.get("nvcc")
+    if nvcc and config.cuda_home:
+        sep = "\\" if "\\" in config.cuda_home else "/"
+        want_nvcc = config.cuda_home.rstrip(sep) + f"{sep}bin{sep}nvcc"
+        if not _same_path(nvcc, want_nvcc, tree) and not nvcc.startswith(config.cuda_home):
+            diffs.append(f"nvcc: cached {nvcc}, requested {want_nvcc}")
+    return diffs

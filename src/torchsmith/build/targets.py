@@ -1,0 +1,88 @@
+"""Which GPUs the build's result must run on, and their compute capabilities (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchsmith.build.options import BuildOptions
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.compat import parse_cc
+from torchsmith.probe.model import Finding, Probe
+
+
+@dataclass(frozen=True)
+class Targets:
+    ccs: tuple[str, ...]  # sorted, unique: ("9.0", "12.0")
+    gpus: tuple[str, ...]  # labels: "NVIDIA H200 (9.0)", "--cc 12.0"
+    origin: str  # "this machine", "--cc/--gpu", "probe files"
+    findings: tuple[Finding, ...] = ()
+
+
+def resolve_targets(
+    probe: Probe, kb: Knowledge, options: BuildOptions, fleet: tuple[Probe, ...] = ()
+) -> Targets:
+    """--cc and --gpu first; then the fleet's probe files; else this machine's NVIDIA GPUs.
+
+    With none of them and no NVIDIA GPU visible: no targets and a no-gpu-visible finding that
+    asks for explicit ones (never a silent build for every arch).
+    """
+    ccs: dict[str, str] = {}  # cc -> first label
+    for cc in options.targets:
+        try:
+            major, minor = parse_cc(cc)
+        except ValueError:
+            raise UsageError(
+                f"--cc {cc!r} is not a compute capability", tip="write it as X.Y, e.g. --cc 12.0"
+            ) from None
+        norm = f"{major}.{minor}"
+        ccs.setdefault(norm, f"--cc {norm}")
+    for name in options.gpus:
+        model = kb.find_gpu(name)
+        if model is None:
+            near = kb.suggest_gpus(name)
+            raise UsageError(
+                f"--gpu {name!r} is not a GPU torchsmith knows",
+                tip=(f"did you mean: {', '.join(near)}? " if near else "")
+                + "or give its compute capability with --cc X.Y",
+            )
+        ccs.setdefault(model.compute_capability, f"{model.name} ({model.compute_capability})")
+    if ccs:
+        return _targets(ccs, "--cc/--gpu")
+    if fleet:
+        for other in fleet:
+            for gpu in _nvidia(other):
+                ccs.setdefault(gpu[1], f"{gpu[0]} ({gpu[1]})")
+        if ccs:
+            return _targets(ccs, "probe files")
+        return Targets((), (), "probe files", (_no_gpu("the probe files list"),))
+    for name, cc in _nvidia(probe):
+        ccs.setdefault(cc, f"{name} ({cc})")
+    if ccs:
+        return _targets(ccs, "this machine")
+    return Targets((), (), "this machine", (_no_gpu("this machine shows"),))
+
+
+def _nvidia(probe: Probe) -> list[tuple[str, str]]:
+    return [
+        (g.name, g.compute_capability)
+        for g in probe.gpus
+        if g.vendor == "nvidia" and g.compute_capability
+    ]
+
+
+def _targets(ccs: dict[str, str], origin: str) -> Targets:
+    order = sorted(ccs, key=parse_cc)
+    return Targets(tuple(order), tuple(ccs[c] for c in order), origin)
+
+
+def _no_gpu(where: str) -> Finding:
+    return Finding(
+        category="no-gpu-visible",
+        severity="error",
+        message=f"{where} no NVIDIA GPU, so there is no GPU to build for; torchsmith does not "
+        "silently build for every arch",
+        fix="name the GPUs the result must run on: --gpu 'RTX 5070' or --cc 12.0 "
+        "(or --probe FILE from the machine that will run it)",
+        subject="targets",
+    )

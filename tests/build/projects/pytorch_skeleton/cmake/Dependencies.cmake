@@ -1,0 +1,2 @@
+# Skeleton: PyTorch's cmake/*.cmake files define further options.
+option(USE_KINETO "Use Kineto profiling library" ON)

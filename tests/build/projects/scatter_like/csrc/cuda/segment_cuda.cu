@@ -1,0 +1,1 @@
+__global__ void segment_kernel(float *x) { x[threadIdx.x] += 1.0f; }

@@ -1,0 +1,1 @@
+"""scatter_like: test package."""

@@ -1,0 +1,1 @@
+extern "C" int tinycuda_version() { return 1; }

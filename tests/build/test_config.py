@@ -1,0 +1,225 @@
+"""make_config scenarios on recorded probes (pure: nothing runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from torchsmith import platforms
+from torchsmith.build.config import make_config
+from torchsmith.build.detect import detect_project
+from torchsmith.build.drivers import CPP_EXT_PARALLEL
+from torchsmith.build.options import BuildOptions
+from torchsmith.build.tree import tree_options
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge
+from torchsmith.probe.model import Probe, ToolInfo
+
+from .conftest import PROJECTS, no_gpu, rtx5070_windows, with_ram
+
+CMAKE = detect_project(PROJECTS / "cuda_cmake")
+SCATTER = detect_project(PROJECTS / "scatter_like")
+CPP = detect_project(PROJECTS / "cpp_ext")
+TORCH = detect_project(PROJECTS / "pytorch_skeleton")
+
+
+def choice(config: object, key: str) -> str:
+    return next(c.value for c in config.choices if c.key == key)  # type: ignore[attr-defined]
+
+
+def reason(config: object, key: str) -> str:
+    return next(c.reason for c in config.choices if c.key == key)  # type: ignore[attr-defined]
+
+
+def test_default_targets_are_this_machines_gpus(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(SCATTER, h200, kb, BuildOptions())
+    assert c.arch_list == ("9.0",)
+    assert c.env["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    assert c.gpus == ("NVIDIA H200 (9.0)",)
+    assert c.cuda_home == "/usr/local/cuda-13.0"
+    assert c.host_compiler == "/opt/gcc/bin/g++"  # CUDAHOSTCXX comes first
+    assert all(ch.reason for ch in c.choices)
+
+
+def test_cc_list_is_exactly_those(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("12.0", "9.0", "9.0")))
+    assert c.arch_list == ("9.0", "12.0")
+    assert choice(c, "TORCH_CUDA_ARCH_LIST") == "9.0;12.0"
+    assert "-DCMAKE_CUDA_ARCHITECTURES=90-real;120-real" in c.cmake_args
+    assert c.steps[0].argv[:2] == ("/opt/torch/.venv/bin/cmake", "-S")
+    assert "Ninja" in c.steps[0].argv
+    assert c.steps[1].argv[-2:] == ("-j", str(c.jobs))
+
+
+def test_portable_adds_ptx_of_the_newest(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("9.0", "12.0"), profile="portable"))
+    assert c.arch_list == ("9.0", "12.0+PTX")
+    assert "-DCMAKE_CUDA_ARCHITECTURES=90-real;120" in c.cmake_args
+
+
+def test_gpu_by_name_and_unknown_name(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(SCATTER, h200, kb, BuildOptions(gpus=("RTX 5070",)))
+    assert c.arch_list == ("12.0",)
+    with pytest.raises(UsageError) as info:
+        make_config(SCATTER, h200, kb, BuildOptions(gpus=("RTX 5O70",)))
+    assert "RTX 5O70" in info.value.message
+    with pytest.raises(UsageError, match="compute capability"):
+        make_config(SCATTER, h200, kb, BuildOptions(targets=("sm_90",)))
+
+
+def test_no_gpu_visible_asks_for_targets(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions())
+    assert c.arch_list == ()
+    assert "TORCH_CUDA_ARCH_LIST" not in c.env
+    (f,) = [f for f in c.findings if f.severity != "info"]
+    assert f.category == "no-gpu-visible"
+    assert "--cc" in f.fix
+
+
+def test_cpu_extension_needs_no_targets(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(CPP, no_gpu(h200), kb, BuildOptions())
+    assert c.arch_list == ()
+    assert c.findings == ()
+
+
+def test_fleet_of_probe_files(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions(), fleet=(h200, rtx5070_windows()))
+    assert c.arch_list == ("9.0", "12.0")
+    assert "probe files" in reason(c, "TORCH_CUDA_ARCH_LIST")
+
+
+def test_jobs_are_budgeted_by_ram(h200: Probe, kb: Knowledge) -> None:
+    big = make_config(SCATTER, h200, kb, BuildOptions(targets=("9.0", "12.0")))
+    small = make_config(SCATTER, with_ram(h200, 16), kb, BuildOptions(targets=("9.0", "12.0")))
+    assert big.nvcc_threads == 2
+    assert big.env["NVCC_APPEND_FLAGS"] == "--threads 2"
+    assert big.jobs == 12  # (125 GB - 4) / (5 GB x 2 threads)
+    assert small.jobs == 1
+    assert "RAM" in reason(small, "MAX_JOBS")
+    cpu = make_config(CPP, h200, kb, BuildOptions())
+    assert cpu.jobs == 16  # C++ only: cores limit
+    assert make_config(CPP, h200, kb, BuildOptions(jobs=3)).jobs == 3
+
+
+def test_extensions_run_through_the_parallel_driver(h200: Probe, kb: Knowledge) -> None:
+    for project in (SCATTER, CPP):  # ninja off (torch-scatter) and on
+        c = make_config(project, h200, kb, BuildOptions())
+        (step,) = c.steps
+        assert step.argv[:4] == (
+            "/opt/torch/.venv/bin/python3",
+            str(CPP_EXT_PARALLEL),
+            "--jobs",
+            str(c.jobs),
+        )
+        assert CPP_EXT_PARALLEL.is_file()
+        assert choice(c, "driver") == "cpp_ext_parallel"
+    with platforms.override("windows"):
+        win = make_config(CPP, h200, kb, BuildOptions())
+    assert win.steps[0].argv[-2:] == ("-v", ".")  # the driver is POSIX only
+
+
+def without_ninja(probe: Probe) -> Probe:
+    return dataclasses.replace(
+        probe, build_tools=tuple(t for t in probe.build_tools if t.name != "ninja")
+    )
+
+
+def test_ninja_off_cuda_project_without_ninja_is_not_built_in_threads(
+    h200: Probe, kb: Knowledge
+) -> None:
+    c = make_config(SCATTER, without_ninja(h200), kb, BuildOptions())
+    (install,) = c.steps
+    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    assert choice(c, "build_ext --parallel") == "off"
+    (f,) = c.findings
+    assert (f.severity, f.subject) == ("info", "parallelism")
+
+
+def test_ninja_off_cpu_project_without_ninja_gets_build_ext_parallel(
+    h200: Probe, kb: Knowledge
+) -> None:
+    cpu_only = dataclasses.replace(SCATTER, notes=SCATTER.notes[:1])
+    probe = without_ninja(h200)
+    c = make_config(cpu_only, probe, kb, BuildOptions())
+    compile_step, install = c.steps
+    assert compile_step.argv[1:] == ("setup.py", "build_ext", "--parallel", str(c.jobs))
+    assert install.argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", ".")
+    launcher = with_tool(probe, "ccache", "/usr/bin/ccache")  # torch would nest the wrapper
+    assert len(make_config(cpu_only, launcher, kb, BuildOptions()).steps) == 1
+
+
+def test_pytorch_switches_and_set_validation(h200: Probe, kb: Knowledge) -> None:
+    known = tree_options(TORCH)
+    assert {"USE_DISTRIBUTED", "USE_CUDA", "BUILD_TEST", "USE_KINETO", "USE_MKLDNN"} <= known
+    opts = BuildOptions(sets=(("USE_DISTRIBUTED", "0"),))
+    c = make_config(TORCH, h200, kb, opts, known_options=known)
+    assert c.env["BUILD_TEST"] == "0"
+    assert c.env["USE_DISTRIBUTED"] == "0"
+    assert c.env["CMAKE_GENERATOR"] == "Ninja"
+    assert c.env["USE_NINJA"] == "1"
+    assert c.steps[0].argv[1:] == ("-m", "pip", "install", "--no-build-isolation", "-v", "-e", ".")
+    with pytest.raises(UsageError) as info:
+        make_config(
+            TORCH, h200, kb, BuildOptions(sets=(("USE_DISTRIBUTD", "0"),)), known_options=known
+        )
+    assert info.value.tip is not None
+    assert "USE_DISTRIBUTED" in info.value.tip
+
+
+def test_debug_profile(h200: Probe, kb: Knowledge) -> None:
+    c = make_config(TORCH, h200, kb, BuildOptions(profile="debug"))
+    assert c.env["DEBUG"] == "1"
+    cm = make_config(CMAKE, h200, kb, BuildOptions(profile="debug", targets=("9.0",)))
+    assert "-DCMAKE_BUILD_TYPE=Debug" in cm.cmake_args
+
+
+def with_tool(probe: Probe, name: str, path: str) -> Probe:
+    tools = (*(t for t in probe.build_tools if t.name != name), ToolInfo(name, path, "1"))
+    return dataclasses.replace(probe, build_tools=tools)
+
+
+def test_launchers(h200: Probe, kb: Knowledge) -> None:
+    probe = with_tool(h200, "sccache", "/opt/torch/.venv/bin/sccache")
+    cm = make_config(CMAKE, probe, kb, BuildOptions(targets=("9.0",)))
+    assert cm.cache == "sccache"
+    assert "-DCMAKE_CUDA_COMPILER_LAUNCHER=/opt/torch/.venv/bin/sccache" in cm.cmake_args
+    ext = make_config(SCATTER, probe, kb, BuildOptions())
+    assert ext.env["TORCHSMITH_LAUNCHER"] == "/opt/torch/.venv/bin/sccache"
+    # torch's own wrapper takes ccache first when it is on PATH: auto follows it
+    both = with_tool(probe, "ccache", "/usr/bin/ccache")
+    assert make_config(SCATTER, both, kb, BuildOptions()).cache == "ccache"
+    # --cache none must also stop torch's automatic wrapping
+    none = make_config(SCATTER, both, kb, BuildOptions(cache="none"))
+    assert none.env["TORCH_NO_COMPILER_WRAPPER"] == "1"
+    with pytest.raises(UsageError, match="ccache is not installed"):
+        make_config(SCATTER, h200, kb, BuildOptions(cache="ccache"))
+    tp = BuildOptions(tool_paths={"sccache": "/home/u/.venv/bin/sccache"})
+    assert make_config(CMAKE, h200, kb, tp).launcher == "/home/u/.venv/bin/sccache"
+
+
+def test_toolkit_choice_prefers_one_that_targets_all_and_matches_torch(
+    h200: Probe, kb: Knowledge
+) -> None:
+    old = dataclasses.replace(
+        h200.cuda_toolkits[0], root="/usr/local/cuda-12.4", version="12.4", sm_targets=()
+    )
+    new = dataclasses.replace(h200.cuda_toolkits[0], selected=False)
+    probe = dataclasses.replace(h200, cuda_toolkits=(dataclasses.replace(old, selected=True), new))
+    c = make_config(SCATTER, probe, kb, BuildOptions(targets=("12.0",)))
+    assert c.cuda_home == "/usr/local/cuda-13.0"
+    assert "chosen among 2" in reason(c, "CUDA_HOME")
+
+
+def test_windows_rtx5070(kb: Knowledge) -> None:
+    probe = rtx5070_windows()
+    with platforms.override("windows"):
+        c = make_config(CMAKE, probe, kb, BuildOptions())
+        ext = make_config(SCATTER, probe, kb, BuildOptions())
+    assert c.arch_list == ("12.0",)
+    assert c.env["DISTUTILS_USE_SDK"] == "1"
+    assert "-DCMAKE_NINJA_FORCE_RESPONSE_FILE=ON" in c.cmake_args
+    assert c.steps[0].argv[0] == "cmd.exe"
+    assert "vcvars64.bat" in c.steps[0].argv[-1]
+    assert ext.host_compiler is not None
+    assert ext.host_compiler.endswith("cl.exe")
