@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "install": "torchsmith.commands.install:install",
     "verify": "torchsmith.commands.verify:verify",
     "build": "torchsmith.commands.build:build",
     "clean": "torchsmith.commands.clean:clean",

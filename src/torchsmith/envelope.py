@@ -23,6 +23,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "plan": 1,
     "explain": 1,
     "kb": 1,
+    "install": 1,
     "verify": 1,
     "build": 1,
     "clean": 1,

@@ -33,6 +33,7 @@ def test_error_envelope_shape() -> None:
         ["plan", "--gpu", "RTX 5070", "--os", "windows", "--python", "3.11"],
         ["explain", "-"],
         ["verify", "--python", "/nonexistent/python"],
+        ["install", "--python", "/nonexistent/python"],
     ],
 )
 def test_every_command_speaks_the_envelope(

@@ -112,6 +112,9 @@ def run(
         raise CommandNotFoundError(f"{tool}: cannot be started: {exc.strerror or exc}") from exc
     try:
         out, err = proc.communicate(input=stdin, timeout=timeout)
+    except KeyboardInterrupt:
+        _stop(proc)  # the child runs in its own session: Ctrl-C does not reach it by itself
+        raise
     except subprocess.TimeoutExpired:
         _stop(proc)
         raise CommandTimeoutError(

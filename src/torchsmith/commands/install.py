@@ -1,0 +1,139 @@
+"""`torchsmith install`: carry out the plan into an environment, check it, verify it; undoable."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from torchsmith.commands.common import console, emit, json_option
+from torchsmith.commands.plan import plan as _plan_command
+
+# The plan's own inputs, reused as they are (one definition: commands/plan.py).
+_PLAN_INPUTS = ("probe_file", "gpus", "ccs", "driver", "toolkits", "torch_spec")
+
+
+def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for param in reversed([p for p in _plan_command.params if p.name in _PLAN_INPUTS]):
+        click.decorators._param_memo(func, param)
+    return func
+
+
+@click.command("install")
+@click.option(
+    "--plan", "plan_file", type=click.Path(path_type=Path), help="A plan from `plan --json`."
+)
+@click.option("--python", metavar="PATH", help="The target interpreter (default: the active one).")
+@click.option("--venv", metavar="DIR", help="The target venv (created when missing).")
+@click.option(
+    "--with",
+    "companions",
+    multiple=True,
+    type=click.Choice(["torchvision", "torchaudio"]),
+    help="Install this companion at the version that belongs to the torch (repeatable).",
+)
+@click.option("--index-url", metavar="URL", help="Take torch and companions from this index.")
+@click.option("--find-links", multiple=True, metavar="DIR|URL", help="Add a find-links source.")
+@click.option("--installer", type=click.Choice(["uv", "pip"]), help="Default: uv where present.")
+@click.option("--dry-run", is_flag=True, help="Print the exact commands; change nothing.")
+@click.option("--no-verify", is_flag=True, help="Skip `verify` after installing.")
+@click.option(
+    "--rollback",
+    "rollback_id",
+    is_flag=False,
+    flag_value="latest",
+    metavar="[ID]",
+    help="Restore the environment an install changed (the latest, or ledger attempt ID).",
+)
+@_plan_options
+@json_option
+def install(  # noqa: PLR0917
+    plan_file: Path | None,
+    python: str | None,
+    venv: str | None,
+    companions: tuple[str, ...],
+    index_url: str | None,
+    find_links: tuple[str, ...],
+    installer: str | None,
+    dry_run: bool,
+    no_verify: bool,
+    rollback_id: str | None,
+    as_json: bool,
+    **plan_inputs: Any,
+) -> None:
+    """Install the planned torch into an environment, check what landed, then verify it."""
+    from torchsmith.errors import UsageError  # noqa: PLC0415 (fast --help)
+    from torchsmith.install import executor  # noqa: PLC0415
+    from torchsmith.install.model import InstallOptions  # noqa: PLC0415
+    from torchsmith.render.install import progress, render_install  # noqa: PLC0415
+
+    if rollback_id is not None:
+        if rollback_id != "latest" and not rollback_id.isdigit():
+            raise UsageError(f"--rollback {rollback_id}: not a ledger attempt id")
+        result = executor.rollback(None if rollback_id == "latest" else int(rollback_id))
+        emit("install", result, as_json=as_json, render=render_install)
+        if result.error:
+            raise click.exceptions.Exit(4)
+        return
+    options = InstallOptions(
+        python=python,
+        venv=venv,
+        companions=companions,
+        index_url=index_url,
+        find_links=find_links,
+        installer=installer,  # type: ignore[arg-type]
+        dry_run=dry_run,
+        verify=not no_verify,
+    )
+    if python is not None and venv is None:
+        from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+
+        python = resolve_python(python)  # no such interpreter: one line before anything else
+    rec = _recommendation(plan_file, python, venv, plan_inputs)
+    err = console()
+    err.file = sys.stderr
+    with progress(err) as on_step:
+        result = executor.run_install(
+            rec,
+            options,
+            on_step=on_step,
+            verifier=executor.default_verifier(),
+            argv=("torchsmith", *sys.argv[1:]),
+        )
+    if result.status not in ("succeeded", "planned"):
+        if not as_json:  # what changed and what was put back; --json gets the error envelope
+            render_install(result, console())
+        raise executor.InstallFailedError(
+            result.error or "the install failed",
+            tip=f"the environment was restored to its state before (ledger #{result.ledger_id})",
+        )
+    emit("install", result, as_json=as_json, render=render_install)
+    if result.verify is not None and not getattr(result.verify, "ok", True):
+        raise click.exceptions.Exit(1)
+
+
+def _recommendation(
+    plan_file: Path | None, python: str | None, venv: str | None, inputs: dict[str, Any]
+) -> Any:
+    from torchsmith.install import steps  # noqa: PLC0415
+    from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
+
+    if plan_file is not None:
+        return steps.load_plan_file(plan_file)
+    target = python
+    if target is None and venv is not None:
+        exe = steps.venv_python(Path(venv))
+        target = str(exe) if exe.exists() else sys.executable
+    request = PlanRequest(
+        probe_file=inputs.get("probe_file"),
+        gpus=inputs.get("gpus") or (),
+        ccs=inputs.get("ccs") or (),
+        driver=inputs.get("driver"),
+        cuda_toolkits=inputs.get("toolkits") or (),
+        torch=inputs.get("torch_spec"),
+        python=target,
+    )
+    return plan_for(request).recommendation

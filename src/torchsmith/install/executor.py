@@ -1,0 +1,266 @@
+"""The install executor: the only install code that changes the machine.
+
+Order: resolve (or create) the target; snapshot its distributions; run the installer; check what
+landed; on any failure, Ctrl-C included, restore the snapshot. Every install and rollback is a
+ledger attempt of kind "install".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from torchsmith.errors import InputError, ToolError, TorchsmithError, UsageError
+from torchsmith.install import indexes, snapshot, steps
+from torchsmith.install.checks import check_landed
+from torchsmith.install.envstate import package_set, read_dists
+from torchsmith.install.model import InstallOptions, InstallResult, diff
+from torchsmith.install.report import first_error, pip_origins
+from torchsmith.ledger import Ledger
+from torchsmith.plan.model import Recommendation
+from torchsmith.probe.python_env import child_env, probe_python_and_torch, resolve_python
+from torchsmith.util import cmd
+
+OnStep = Callable[[str], None]
+Verifier = Callable[[str], Any]
+
+
+class InstallFailedError(ToolError):
+    """The installer failed or installed the wrong thing; the environment was restored."""
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def default_verifier() -> Verifier | None:
+    """verify's ``run_verify`` when this torchsmith has it (the seam tests replace)."""
+    try:
+        from torchsmith.verify import run_verify  # noqa: PLC0415
+    except ImportError:
+        return None
+    return run_verify
+
+
+def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
+    """Decide everything (target, sources, commands) without changing anything."""
+    uv = steps.find_uv()
+    installer = steps.pick_installer(options, uv)
+    result = InstallResult(
+        python="", installer=installer, status="planned", torch=None, variant=rec.variant
+    )
+    if options.venv is not None and options.python is not None:
+        raise UsageError("--venv and --python name two targets", tip="pass one of them")
+    if options.venv is not None and not steps.venv_python(Path(options.venv)).exists():
+        venv = Path(options.venv).absolute()
+        result.steps.append(steps.venv_step(venv))
+        result.python = str(steps.venv_python(venv))
+    else:
+        result.python = resolve_python(options.venv or options.python)
+    result.torch = steps.torch_version(rec)
+    overridden = bool(options.index_url or options.find_links)
+    config = indexes.with_overrides(
+        indexes.read_user_config(child_env()),
+        index_url=options.index_url,
+        find_links=options.find_links,
+    )
+    config, why, local = steps.choose_sources(rec, config, overridden=overridden)
+    result.requirements = steps.requirements(
+        rec, options.companions, local or config.index_url, why
+    )
+    result.notes.append(f"sources: {why}")
+    if rec.index_url and config.origin.get(rec.index_url) != "plan":
+        result.notes.append(f"the plan's index {rec.index_url} is not used")
+    report = (
+        Path(tempfile.gettempdir(), f"torchsmith-pip-report-{os.getpid()}.json")
+        if installer == "pip"
+        else None
+    )
+    args = indexes.installer_args(config, installer)
+    result.steps.append(
+        steps.install_step(
+            installer,
+            uv=uv,
+            python=result.python,
+            reqs=result.requirements,
+            index_args=args,
+            report=report,
+        )
+    )
+    result.sources = config
+    return result
+
+
+def run_install(
+    rec: Recommendation,
+    options: InstallOptions,
+    *,
+    ledger: Ledger | None = None,
+    on_step: OnStep = _noop,
+    verifier: Verifier | None = None,
+    argv: tuple[str, ...] = (),
+) -> InstallResult:
+    started = time.monotonic()
+    result = prepare(rec, options)
+    if options.dry_run:
+        return result
+    config = result.sources or indexes.IndexConfig()
+    forced = {
+        u: w for u, w in config.origin.items() if w in ("--index-url", "--find-links", "plan")
+    }
+    on_step("checking the package index")
+    indexes.require_reachable(forced)
+    for step in result.steps[:-1]:  # create the venv
+        on_step(step.title)
+        cmd.run(step.argv, timeout=300, check=True)
+        result.notes.append(f"created {options.venv}")
+    info, _ = probe_python_and_torch(result.python)
+    if info.error or not info.site_packages:
+        raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
+    sites = info.site_packages
+    ledger = ledger or Ledger()
+    on_step("recording the environment")
+    snap = snapshot.take(sites)
+    result.snapshot, result.before = snap.path, snap.packages
+    attempt = ledger.start(
+        "install", config=_config(options, rec), command=argv, tree=result.python,
+        tools={"installer": result.installer},
+    )  # fmt: skip
+    result.ledger_id = attempt
+    ledger.update_result(attempt, _ledger_result(result))
+    try:
+        _install(result, sites, on_step)
+    except KeyboardInterrupt:
+        _restore(result, "interrupted")
+        ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
+        raise
+    except TorchsmithError as exc:
+        result.error = exc.message
+        _restore(result, "rolled-back")
+        result.duration_s = round(time.monotonic() - started, 2)
+        ledger.finish(
+            attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
+            diagnoses=result.findings, result=_ledger_result(result),
+        )  # fmt: skip
+        return result
+    except BaseException:  # a bug or OS failure: still put the environment back, then surface
+        _restore(result, "rolled-back")
+        ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
+        raise
+    result.status = "succeeded"
+    result.duration_s = round(time.monotonic() - started, 2)
+    ledger.finish(
+        attempt, status="succeeded", exit_code=0, duration_s=result.duration_s,
+        diagnoses=result.findings, archs=result.archs, result=_ledger_result(result),
+    )  # fmt: skip
+    if options.verify and verifier is not None:
+        on_step("verifying")
+        result.verify = verifier(result.python)
+    return result
+
+
+def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> None:
+    step = result.steps[-1]
+    on_step(f"installing {' '.join(r.spec for r in result.requirements)} with {result.installer}")
+    env = {**child_env(), **step.env}
+    done = cmd.run(step.argv, timeout=1800, env=env)
+    after = read_dists(sites)
+    result.after = package_set(after)
+    result.changed = diff(result.before, result.after)
+    result.origins = _origins(result, step.argv)
+    if result.installer == "uv":
+        result.notes.append("from: the configured source holding that exact file (uv names none)")
+    if not done.ok:
+        raise InstallFailedError(f"{result.installer} failed: {first_error(done.output)}")
+    on_step("checking what landed")
+    _, torch = probe_python_and_torch(result.python)
+    findings, archs = check_landed(result, torch, after)
+    result.findings += findings
+    result.archs = archs
+    bad = [f for f in findings if f.severity == "error"]
+    if bad:
+        raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
+
+
+def _restore(result: InstallResult, status: str) -> None:
+    if result.snapshot is None:
+        return
+    after = snapshot.restore(result.snapshot)
+    result.after = after
+    result.changed = diff(result.before, after)
+    result.status = status  # type: ignore[assignment]
+    if after != result.before:
+        result.notes.append("restore incomplete: " + json.dumps(diff(result.before, after)))
+
+
+def _origins(result: InstallResult, argv: tuple[str, ...]) -> dict[str, str]:
+    """Where each new or changed package came from: pip's report, else the configured source."""
+    changed = {n: v for n, (_, v) in result.changed.items() if v is not None}
+    report = argv[argv.index("--report") + 1] if "--report" in argv else None
+    origins = pip_origins(Path(report)) if report else {}
+    if report:
+        Path(report).unlink(missing_ok=True)
+    config = result.sources or indexes.IndexConfig()
+    for name, version in changed.items():
+        if name in origins:
+            continue
+        local = indexes.local_wheel(config, name, version)
+        origins[name] = local or config.index_url or "the default index (PyPI or its mirror)"
+    return {n: origins[n] for n in sorted(changed) if n in origins}
+
+
+def _config(options: InstallOptions, rec: Recommendation) -> dict[str, Any]:
+    return {"options": options, "recommendation": rec}
+
+
+def _ledger_result(result: InstallResult) -> dict[str, Any]:
+    return {
+        "python": result.python,
+        "status": result.status,
+        "before": result.before,
+        "after": result.after,
+        "snapshot": result.snapshot,
+        "origins": result.origins,
+        "error": result.error,
+    }
+
+
+def rollback(attempt_id: int | None, *, ledger: Ledger | None = None) -> InstallResult:
+    """Restore the environment an install changed to its package set before that install."""
+    ledger = ledger or Ledger()
+    if attempt_id is None:
+        installs = [a for a in ledger.list(kind="install") if a.result.get("snapshot")]
+        if not installs:
+            raise InputError("no install recorded in the ledger", tip="nothing to roll back")
+        attempt = max(installs, key=lambda a: a.id)
+    else:
+        attempt = ledger.get(attempt_id)
+        if attempt.kind != "install" or not attempt.result.get("snapshot"):
+            raise InputError(f"attempt {attempt_id} is not an install with a snapshot")
+    data = attempt.result
+    result = InstallResult(
+        python=str(data.get("python")), installer="torchsmith", status="rolled-back",
+        torch=None, variant=None, snapshot=str(data["snapshot"]),
+    )  # fmt: skip
+    manifest = snapshot.load(result.snapshot or "")
+    sites = tuple(str(s) for s in manifest["site_packages"])  # type: ignore[attr-defined]
+    result.before = package_set(read_dists(sites))
+    new = ledger.start(
+        "install", config={"rollback_of": attempt.id}, command=("install", "--rollback"),
+        tree=result.python,
+    )  # fmt: skip
+    result.ledger_id = new
+    result.after = snapshot.restore(result.snapshot or "")
+    result.changed = diff(result.before, result.after)
+    result.notes.append(f"rolled back install #{attempt.id}")
+    wanted = dict(manifest["packages"])  # type: ignore[call-overload]
+    ok = result.after == wanted
+    if not ok:
+        result.error = "restore incomplete: " + json.dumps(diff(wanted, result.after))
+    ledger.finish(new, status="succeeded" if ok else "failed", result=_ledger_result(result))
+    return result
