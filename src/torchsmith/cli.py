@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "plan": "torchsmith.commands.plan:plan",
     "explain": "torchsmith.commands.explain:explain",
     "kb": "torchsmith.commands.kb:kb",
+    "review": "torchsmith.commands.review:review",
 }
 
 INTERNAL_ERROR_EXIT = 70

@@ -23,6 +23,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "plan": 1,
     "explain": 1,
     "kb": 1,
+    "review": 1,
     "error": 1,
 }
 
