@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "build": "torchsmith.commands.build:build",
     "clean": "torchsmith.commands.clean:clean",
     "attempts": "torchsmith.commands.attempts:attempts",
+    "review": "torchsmith.commands.review:review",
 }
 
 INTERNAL_ERROR_EXIT = 70

@@ -28,6 +28,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "build": 1,
     "clean": 1,
     "attempts": 1,
+    "review": 1,
     "error": 1,
 }
 

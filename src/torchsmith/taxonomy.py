@@ -28,6 +28,7 @@ Category = Literal[
     "gpu-out-of-memory",
     "distributed-backend-unavailable",
     "other",
+    "unknown-build-option",
 ]
 
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]

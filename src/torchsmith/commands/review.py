@@ -1,0 +1,133 @@
+"""`torchsmith review FILE|-`: what in a build script is wrong for a machine, and the fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from torchsmith.commands.common import emit, json_option
+from torchsmith.errors import InputError
+
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+@click.command()
+@click.argument("file", metavar="FILE|-")
+@click.option(
+    "--probe", "probe_file", type=click.Path(path_type=Path), help="Review for a probe file."
+)
+@click.option("--gpu", "gpus", multiple=True, metavar="NAME", help="A target GPU (repeatable).")
+@click.option("--cc", "ccs", multiple=True, metavar="X.Y", help="A target compute capability.")
+@click.option("--os", "os_name", type=click.Choice(["linux", "windows", "macos"]))
+@click.option("--driver", metavar="VERSION", help="NVIDIA driver version of the target.")
+@click.option("--python", metavar="X.Y|PATH", help="Target Python version or interpreter.")
+@click.option("--cuda-toolkit", "toolkits", multiple=True, metavar="X.Y")
+@click.option("--ram", "ram_gib", type=float, metavar="GIB", help="The target's RAM in GiB.")
+@click.option(
+    "--tree",
+    type=click.Path(path_type=Path),
+    help="The PyTorch source tree the script builds: check switches against its CMake files.",
+)
+@json_option
+@click.pass_context
+def review(  # noqa: PLR0917 (click passes options positionally)
+    ctx: click.Context,
+    file: str,
+    probe_file: Path | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    os_name: str | None,
+    driver: str | None,
+    python: str | None,
+    toolkits: tuple[str, ...],
+    ram_gib: float | None,
+    tree: Path | None,
+    as_json: bool,
+) -> None:
+    """Read a build script (cmd, PowerShell, bash, a cmake line, Markdown notes) and name
+    every line that is wrong for the target machine, with the corrected configuration."""
+    from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
+    from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
+    from torchsmith.render.review import render_review  # noqa: PLC0415
+    from torchsmith.review import review_text  # noqa: PLC0415
+    from torchsmith.review.checks import Target  # noqa: PLC0415
+    from torchsmith.review.switches import from_knowledge, from_tree  # noqa: PLC0415
+
+    text, name = read_script(file)
+    kb = load_knowledge()
+    switches = from_tree(tree) if tree is not None else from_knowledge()
+    request = PlanRequest(
+        probe_file=probe_file,
+        gpus=gpus,
+        ccs=ccs,
+        driver=driver,
+        os=os_name,
+        python=python,
+        cuda_toolkits=toolkits,
+    )
+    plan = plan_for(request, kb)
+    ram = _ram_bytes(ram_gib, probe_file, plan.machine.origin)
+    target = Target(facts=plan.machine, ram_bytes=ram)
+    result = review_text(
+        text,
+        filename=name,
+        target=target,
+        kb=kb,
+        switches=switches,
+        plan=plan,
+        tree=str(tree) if tree is not None else None,
+    )
+    emit("review", result, as_json=as_json, render=render_review)
+    if result.errors:
+        ctx.exit(1)
+
+
+def read_script(file: str) -> tuple[str, str]:
+    """The script's text (UTF-8 or UTF-16, BOM or not), bounded; one clear line otherwise."""
+    from torchsmith.explain.reader import sniff_encoding  # noqa: PLC0415
+
+    if file == "-":
+        data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
+        name = "<stdin>"
+    else:
+        path = Path(file)
+        name = file
+        try:
+            if not path.is_file():
+                raise InputError(
+                    f"{file} is not a file", tip="pass a build script, or - for standard input"
+                )
+            with path.open("rb") as handle:
+                data = handle.read(MAX_SCRIPT_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise InputError(
+            f"{name} is larger than {MAX_SCRIPT_BYTES // 2**20} MB: not a build script"
+        )
+    if not data.strip():
+        raise InputError(f"{name} is empty", tip="pass the build script to review")
+    encoding, bom = sniff_encoding(data[:65536])
+    if encoding == "binary":
+        raise InputError(f"{name} is binary data, not a build script")
+    return data[bom:].decode(encoding, "replace"), name
+
+
+def _ram_bytes(ram_gib: float | None, probe_file: Path | None, origin: str) -> int | None:
+    if ram_gib is not None:
+        if ram_gib <= 0:
+            from torchsmith.errors import UsageError  # noqa: PLC0415
+
+            raise UsageError("--ram must be a positive number of GiB")
+        return int(ram_gib * 2**30)
+    if probe_file is not None:
+        from torchsmith.probe.io import load_probe  # noqa: PLC0415
+
+        return load_probe(probe_file).host.ram_total_bytes
+    if origin == "live":
+        import psutil  # noqa: PLC0415
+
+        return int(psutil.virtual_memory().total)
+    return None

@@ -1,0 +1,63 @@
+"""Rich view of a review: the verdict on a source build, then each section's findings by line."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from torchsmith.review import ReviewResult
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_review(result: ReviewResult, console: Console) -> None:
+    gpus = ", ".join(
+        f"{g.name} ({g.compute_capability})" for g in result.machine.gpus if g.compute_capability
+    )
+    console.print(
+        Text.assemble(
+            ("review ", "bold"),
+            result.file,
+            f"  for {result.machine.os}",
+            f", {gpus}" if gpus else "",
+        )
+    )
+    if result.wheel_advice:
+        console.print(Text(result.wheel_advice, style="bold green"))
+    for section in result.sections:
+        title = f"section {section.index + 1}" + (f": {section.title}" if section.title else "")
+        if len(result.sections) > 1:
+            console.rule(f"{title} (line {section.first_line}, {section.dialect})")
+        if section.changed_from_previous:
+            console.print(
+                "changed from the attempt before: " + "; ".join(section.changed_from_previous)
+            )
+        if not section.findings:
+            console.print(Text("no problems found", style="green"))
+        else:
+            table = Table(show_header=True, header_style="bold", expand=False)
+            table.add_column("line", justify="right")
+            table.add_column("severity")
+            table.add_column("category")
+            table.add_column("problem and fix", overflow="fold")
+            for item in section.findings:
+                f = item.finding
+                table.add_row(
+                    str(item.line) if item.line else "",
+                    Text(f.severity, style=_STYLE.get(f.severity, "")),
+                    f.category,
+                    Text.assemble(f.message, "\n", ("fix: ", "bold"), f.fix),
+                )
+            console.print(table)
+        if section.corrected is not None:
+            console.print(
+                Text.assemble(
+                    ("corrected: ", "bold"),
+                    "torchsmith build " + " ".join(section.corrected.build_args),
+                )
+            )
+            if section.corrected.dropped:
+                console.print("  left out: " + ", ".join(section.corrected.dropped))
+    for line in result.never_tried:
+        console.print(Text("never tried: " + line, style="yellow"))

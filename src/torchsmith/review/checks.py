@@ -1,0 +1,556 @@
+"""Pure checks of someone's build configuration against a target machine and a source tree.
+
+Each check reads an :class:`ExtractedConfig`, the target machine (plan's ``MachineFacts``), the
+knowledge base and the known build switches, and yields :class:`LineFinding` values: a finding of
+the shared taxonomy plus the line to change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from torchsmith.binaries.archs import parse_compute_capability, runs_on
+from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.model import CudaToolkit
+from torchsmith.plan.model import GpuTarget, MachineFacts
+from torchsmith.probe.model import Finding
+from torchsmith.review.extract import ExtractedConfig, Setting
+from torchsmith.review.switches import BuildSwitches
+
+# TORCH_CUDA_ARCH_LIST's named architectures (torch.utils.cpp_extension._get_cuda_arch_flags and
+# PyTorch's cmake/Modules_CUDA_fix select_compute_arch.cmake).
+NAMED_ARCHES: dict[str, str] = {
+    "kepler+tesla": "3.7",
+    "kepler": "3.5+PTX",
+    "maxwell+tegra": "5.3",
+    "maxwell": "5.0;5.2+PTX",
+    "pascal": "6.0;6.1+PTX",
+    "volta+tegra": "7.2",
+    "volta": "7.0+PTX",
+    "turing": "7.5+PTX",
+    "ampere+tegra": "8.7",
+    "ampere": "8.0;8.6+PTX",
+    "ada": "8.9+PTX",
+    "hopper": "9.0+PTX",
+}
+
+ARCH_KEYS = ("TORCH_CUDA_ARCH_LIST",)
+CMAKE_ARCH_KEYS = ("CMAKE_CUDA_ARCHITECTURES", "CUDA_ARCHITECTURES")
+TOOLKIT_KEYS = (
+    "CUDA_TOOLKIT_ROOT_DIR",
+    "CUDAToolkit_ROOT",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_ROOT",
+    "CMAKE_CUDA_COMPILER",
+    "CUDACXX",
+    "CUDA_NVCC_EXECUTABLE",
+    "PATH",
+)
+FLAG_KEYS = ("CMAKE_CUDA_FLAGS", "CUDAFLAGS", "NVCC_FLAGS", "NVCC_APPEND_FLAGS", "TORCH_NVCC_FLAGS")
+CXX_FLAG_KEYS = ("CMAKE_CXX_FLAGS", "CMAKE_C_FLAGS", "CFLAGS", "CXXFLAGS", "CL", "_CL_")
+JOB_KEYS = ("MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL", "jobs")
+
+
+@dataclass(frozen=True)
+class LineFinding:
+    finding: Finding
+    line: int | None
+    section: int = 0
+    key: str | None = None  # the setting it is about
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the reviewed build must fit."""
+
+    facts: MachineFacts
+    ram_bytes: int | None = None
+    cores: int | None = None
+    gib_per_cuda_job: float = 6.0
+
+
+Check = Callable[[ExtractedConfig, Target, Knowledge, BuildSwitches], Iterable[LineFinding]]
+
+
+def run_checks(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> list[LineFinding]:
+    out: list[LineFinding] = []
+    for check in CHECKS:
+        out.extend(check(config, target, kb, switches))
+    for line, problem in config.problems:
+        out.append(
+            _at(
+                line,
+                config,
+                None,
+                "other",
+                "warning",
+                f"this line cannot be read as the shell would: {problem}",
+                "balance the quotes on this line (the shell would stop here)",
+            )
+        )
+    return sorted(out, key=lambda f: (f.line or 0, f.finding.severity))
+
+
+def _at(  # noqa: PLR0917 (one call shape for every check)
+    line: int | None,
+    config: ExtractedConfig,
+    key: str | None,
+    category: str,
+    severity: str,
+    message: str,
+    fix: str,
+    source: str | None = None,
+) -> LineFinding:
+    finding = Finding(
+        category=category,  # type: ignore[arg-type]
+        severity=severity,  # type: ignore[arg-type]
+        message=message,
+        fix=fix,
+        subject=key,
+        source=source,
+    )
+    return LineFinding(finding, line, config.section, key)
+
+
+# -- archs -------------------------------------------------------------------------------------
+def parse_arch_list(value: str) -> tuple[list[str], list[str]] | None:
+    """TORCH_CUDA_ARCH_LIST → (sass, ptx) arch names; None when a token is not an arch."""
+    sass: list[str] = []
+    ptx: list[str] = []
+    for token in re.split(r"[;\s,]+", value.strip().strip("\"'")):
+        if not token:
+            continue
+        expanded = NAMED_ARCHES.get(token.lower())
+        if expanded:
+            more = parse_arch_list(expanded)
+            assert more is not None
+            sass += more[0]
+            ptx += more[1]
+            continue
+        match = re.fullmatch(r"(\d{1,2})\.(\d)([af]?)(\+PTX)?", token, re.IGNORECASE)
+        if not match:
+            return None
+        arch = f"{match.group(1)}{match.group(2)}{match.group(3).lower()}"
+        sass.append(f"sm_{arch}")
+        if match.group(4):
+            ptx.append(f"compute_{arch}")
+    return sass, ptx
+
+
+def parse_cmake_archs(value: str) -> tuple[list[str], list[str]] | None:
+    """CMAKE_CUDA_ARCHITECTURES ("89", "89-real", "90a-virtual", "native") → (sass, ptx)."""
+    sass: list[str] = []
+    ptx: list[str] = []
+    for token in re.split(r"[;\s,]+", value.strip().strip("\"'")):
+        if not token:
+            continue
+        if token.lower() in ("native", "all", "all-major", "off"):
+            return None
+        match = re.fullmatch(r"(\d{2,3}[af]?)(-real|-virtual)?", token, re.IGNORECASE)
+        if not match:
+            return None
+        arch = match.group(1).lower()
+        if match.group(2) != "-virtual":
+            sass.append(f"sm_{arch}")
+        if match.group(2) != "-real":
+            ptx.append(f"compute_{arch}")
+    return sass, ptx
+
+
+def _gpu_label(gpu: GpuTarget) -> str:
+    return f"{gpu.name} (compute capability {gpu.compute_capability})"
+
+
+def check_archs(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    gpus = [g for g in target.facts.gpus if g.compute_capability]
+    for keys, parse in ((ARCH_KEYS, parse_arch_list), (CMAKE_ARCH_KEYS, parse_cmake_archs)):
+        setting = config.get(*keys)
+        if setting is None:
+            continue
+        parsed = parse(setting.value)
+        if parsed is None:
+            if setting.value.strip().lower() not in ("native", "all", "all-major"):
+                yield _at(
+                    setting.line,
+                    config,
+                    setting.key,
+                    "arch-not-compiled",
+                    "error",
+                    f"{setting.key}={setting.value} is not a list of compute capabilities",
+                    _arch_fix(setting.key, gpus),
+                )
+            continue
+        sass, ptx = parsed
+        for gpu in gpus:
+            assert gpu.compute_capability is not None
+            verdict = runs_on(sass, ptx, gpu.compute_capability)
+            if not verdict.ok:
+                yield _at(
+                    setting.line,
+                    config,
+                    setting.key,
+                    "arch-not-compiled",
+                    "error",
+                    f"{setting.key}={setting.value} builds no code that runs on the "
+                    f"{_gpu_label(gpu)}: the build would fail at run time with 'no kernel "
+                    "image is available'",
+                    _arch_fix(setting.key, gpus),
+                )
+            elif verdict.kind == "ptx":
+                yield _at(
+                    setting.line,
+                    config,
+                    setting.key,
+                    "arch-not-compiled",
+                    "warning",
+                    f"{setting.key}={setting.value} reaches the {_gpu_label(gpu)} only through "
+                    "PTX compiled at run time (slow first run, slower kernels)",
+                    _arch_fix(setting.key, gpus),
+                )
+
+
+def _arch_fix(key: str, gpus: list[GpuTarget]) -> str:
+    ccs = sorted({g.compute_capability for g in gpus if g.compute_capability})
+    if not ccs:
+        return f"set {key} to the compute capabilities of the GPUs that will run the build"
+    cmake = key in CMAKE_ARCH_KEYS
+    value = ";".join(cc.replace(".", "") for cc in ccs) if cmake else ";".join(ccs)
+    return f"set {key}={value}"
+
+
+# -- toolkit -----------------------------------------------------------------------------------
+_TOOLKIT_VERSION = re.compile(r"(?i)cuda[\\/ _-]*(?:toolkit[\\/ _-]*)?[\\/]?v?(\d{2})\.(\d)")
+
+
+def toolkit_version_of(value: str) -> str | None:
+    """The CUDA version a toolkit path names: C:\\...\\CUDA\\v12.4, /usr/local/cuda-12.8."""
+    match = _TOOLKIT_VERSION.search(value)
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else None
+
+
+def first_toolkit_for(kb: Knowledge, sm: str) -> CudaToolkit | None:
+    ordered = sorted(kb.toolkits, key=lambda t: tuple(int(x) for x in t.version.split(".")))
+    return next((t for t in ordered if sm in t.sm_targets), None)
+
+
+def toolkit_settings(config: ExtractedConfig) -> list[tuple[Setting, str]]:
+    """Every effective setting that picks a toolkit, with the CUDA version it names."""
+    out: list[tuple[Setting, str]] = []
+    effective = config.effective()
+    for key in TOOLKIT_KEYS:
+        setting = effective.get(key)
+        version = toolkit_version_of(setting.value) if setting is not None else None
+        if setting is not None and version:
+            out.append((setting, version))
+    return sorted(out, key=lambda pair: pair[0].line)
+
+
+def check_toolkit(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    found = toolkit_settings(config)
+    for setting, version in found:
+        yield from _toolkit_vs_gpus(config, target, kb, setting, version)
+    if not found:
+        return
+    setting, version = found[-1]
+    toolkit = kb.toolkit(version)
+    arch = config.get(*ARCH_KEYS)
+    parsed = parse_arch_list(arch.value) if arch else None
+    if toolkit is not None and arch is not None and parsed is not None:
+        unknown = [a for a in parsed[0] if a.rstrip("af") not in toolkit.sm_targets]
+        if unknown:
+            yield _at(
+                arch.line,
+                config,
+                arch.key,
+                "toolkit-too-old-for-arch",
+                "error",
+                f"CUDA {version} (line {setting.line}) cannot compile {', '.join(unknown)} "
+                f"asked for by {arch.key}: nvcc stops with 'Unsupported gpu architecture'",
+                f"use a toolkit that lists {', '.join(unknown)}, or drop them from {arch.key}",
+            )
+
+
+def _toolkit_vs_gpus(
+    config: ExtractedConfig, target: Target, kb: Knowledge, setting: Setting, version: str
+) -> Iterator[LineFinding]:
+    toolkit = kb.toolkit(version)
+    if toolkit is None:
+        return
+    for gpu in target.facts.gpus:
+        if not gpu.compute_capability:
+            continue
+        sm = "sm_" + gpu.compute_capability.replace(".", "")
+        if sm in toolkit.sm_targets:
+            continue
+        can = first_toolkit_for(kb, sm)
+        fix = (
+            f"use CUDA {can.version} or newer (the first toolkit whose nvcc can compile for {sm})"
+            if can
+            else f"no CUDA toolkit torchsmith knows can compile for {sm}"
+        )
+        yield _at(
+            setting.line,
+            config,
+            setting.key,
+            "toolkit-too-old-for-arch",
+            "error",
+            f"{setting.key} selects CUDA {version}, whose nvcc cannot compile for the "
+            f"{_gpu_label(gpu)} ({sm})",
+            fix,
+            source=toolkit.sources[0] if toolkit.sources else None,
+        )
+    known = target.facts.cuda_toolkits
+    if known and target.facts.origin != "what-if" and version not in known:
+        yield _at(
+            setting.line,
+            config,
+            setting.key,
+            "cuda-toolkit-not-found",
+            "warning",
+            f"{setting.key} points at CUDA {version}, which is not installed on the target "
+            f"machine (installed: {', '.join(known)})",
+            "point it at an installed toolkit that can target the GPUs",
+        )
+
+
+def check_host_compiler_flags(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    for key in FLAG_KEYS:
+        setting = config.get(key)
+        if setting is None or "allow-unsupported-compiler" not in setting.value:
+            continue
+        detail = ""
+        found = toolkit_settings(config)
+        toolkit = kb.toolkit(found[-1][1]) if found else None
+        msc = target.facts.msc_ver
+        if toolkit is not None and msc is not None:
+            inside = toolkit.msc_ver_min <= msc <= toolkit.msc_ver_max
+            detail = (
+                f"; the target's MSVC (_MSC_VER {msc}) is inside CUDA {toolkit.version}'s "
+                "range, so the flag is not needed"
+                if inside
+                else f"; the target's MSVC (_MSC_VER {msc}) is outside CUDA {toolkit.version}'s "
+                f"range {toolkit.msc_ver_min}-{toolkit.msc_ver_max}: a real mismatch"
+            )
+        yield _at(
+            setting.line,
+            config,
+            key,
+            "unsupported-host-compiler",
+            "warning",
+            f"-allow-unsupported-compiler in {key} hides a host-compiler mismatch instead of "
+            f"fixing it; builds that pass it can miscompile or fail later{detail}",
+            "remove the flag and use a host compiler inside the toolkit's supported range "
+            "(or a toolkit that supports your compiler)",
+        )
+
+
+def check_generator_flags(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    generator = config.get("generator", "CMAKE_GENERATOR")
+    use_ninja = config.get("USE_NINJA")
+    ninja = (generator is not None and "ninja" in generator.value.lower()) or (
+        generator is None
+        and (use_ninja is None or use_ninja.value not in ("0", "OFF", "off"))
+        and any(c.tool in ("setup.py", "pip") for c in config.commands)
+    )
+    if not ninja:
+        return
+    for key in CXX_FLAG_KEYS:
+        setting = config.get(key)
+        if setting is None or not re.search(r"(^|\s)[/-]MP\d*(\s|$)", setting.value):
+            continue
+        yield _at(
+            setting.line,
+            config,
+            key,
+            "other",
+            "warning",
+            f"/MP in {key} does nothing under Ninja: Ninja hands cl.exe one source file per "
+            "call and runs the calls in parallel itself",
+            f"remove /MP from {key}; set the parallelism with MAX_JOBS (or ninja -j)",
+        )
+
+
+def check_switches(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    effective = config.effective()
+    for key, setting in effective.items():
+        if not switches.is_switch_name(key):
+            continue
+        verdict = switches.lookup(key)
+        if verdict.known:
+            continue
+        yield _at(
+            setting.line,
+            config,
+            key,
+            "unknown-build-option",
+            "warning",
+            f"{key} is not a build option of {switches.label}: {verdict.reason}",
+            f"remove {key}"
+            + (f" (did you mean {verdict.suggestion}?)" if verdict.suggestion else ""),
+            source=switches.source,
+        )
+    for parent, children in switches.dependents.items():
+        parent_setting = effective.get(parent)
+        if parent_setting is None or not _is_off(parent_setting.value):
+            continue
+        for child in children:
+            child_setting = effective.get(child)
+            if child_setting is not None and _is_on(child_setting.value):
+                yield _at(
+                    child_setting.line,
+                    config,
+                    child,
+                    "other",
+                    "warning",
+                    f"{child}={child_setting.value} has no effect: {parent} is off "
+                    f"(line {parent_setting.line}) and {child} depends on it",
+                    f"remove {child}, or turn {parent} on",
+                    source=switches.source,
+                )
+    distributed = effective.get("USE_DISTRIBUTED")
+    if distributed is not None and _is_off(distributed.value):
+        yield _at(
+            distributed.line,
+            config,
+            "USE_DISTRIBUTED",
+            "stale-build-cache",
+            "info",
+            "switching USE_DISTRIBUTED off in a tree that was configured with it on leaves the "
+            "old value in build/CMakeCache.txt (PyTorch does not re-run CMake while that file "
+            "exists): link errors on c10d symbols follow",
+            "clean the build directory when you change a USE_ switch (torchsmith build --clean)",
+        )
+    cuda = effective.get("USE_CUDA")
+    arch = config.get(*ARCH_KEYS, *CMAKE_ARCH_KEYS)
+    if cuda is not None and _is_off(cuda.value) and arch is not None:
+        yield _at(
+            arch.line,
+            config,
+            arch.key,
+            "other",
+            "warning",
+            f"{arch.key} is set but USE_CUDA is off (line {cuda.line}): nothing is compiled "
+            "for a GPU",
+            "drop USE_CUDA=0 to build for the GPU, or drop the arch list",
+        )
+
+
+def _is_off(value: str) -> bool:
+    return value.strip().strip("\"'").upper() in ("0", "OFF", "FALSE", "NO", "N")
+
+
+def _is_on(value: str) -> bool:
+    return value.strip().strip("\"'").upper() in ("1", "ON", "TRUE", "YES", "Y")
+
+
+def check_jobs(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    setting = config.get(*JOB_KEYS)
+    if setting is None or target.ram_bytes is None:
+        return
+    try:
+        jobs = int(setting.value.strip().strip("\"'"))
+    except ValueError:
+        return
+    ram_gib = target.ram_bytes / 2**30
+    fits = max(1, int(ram_gib // target.gib_per_cuda_job))
+    if jobs <= fits:
+        return
+    yield _at(
+        setting.line,
+        config,
+        setting.key,
+        "compile-oom",
+        "warning",
+        f"{jobs} parallel jobs with nvcc need about {jobs * target.gib_per_cuda_job:.0f} GiB at "
+        f"peak (~{target.gib_per_cuda_job:g} GiB per CUDA compile job); the target has "
+        f"{ram_gib:.0f} GiB: compilers get killed or the machine swaps",
+        f"set {setting.key if setting.key != 'jobs' else 'MAX_JOBS'}={fits}",
+        source="https://github.com/pytorch/pytorch/pull/130443",
+    )
+
+
+_UNQUOTED_SPACE_PATH = re.compile(r"(?i)^[A-Z]:\\(Program|NVIDIA|Users\\[^\\]+)$")
+
+
+def check_paths(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    for setting in config.settings:
+        if setting.via == "cmake-define" and _UNQUOTED_SPACE_PATH.match(setting.value):
+            yield _at(
+                setting.line,
+                config,
+                setting.key,
+                "other",
+                "error",
+                f"-D{setting.key}={setting.value} is cut at a space: the path was not quoted, "
+                "so CMake gets the rest as another argument",
+                f'quote the whole argument: "-D{setting.key}=<the full path>"',
+            )
+    if target.facts.os != "windows":
+        return
+    limit = 100
+    for key in ("build_dir", "source_dir"):
+        path_setting = config.get(key)
+        if path_setting is not None and len(path_setting.value) > limit:
+            yield _at(
+                path_setting.line,
+                config,
+                key,
+                "windows-path-length",
+                "warning",
+                f"the {key.replace('_', ' ')} is {len(path_setting.value)} characters long; "
+                "PyTorch's deepest build outputs add ~150 more and Windows stops at 260 (MAX_PATH)",
+                "build from a short path such as C:\\src\\pytorch, or enable long paths",
+            )
+
+
+def check_cmd_quotes(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    if config.dialect != "cmd":
+        return
+    for setting in config.settings:
+        value = setting.value
+        if setting.via == "env" and len(value) >= 2 and value[0] == value[-1] == '"':
+            yield _at(
+                setting.line,
+                config,
+                setting.key,
+                "other",
+                "warning",
+                f"in cmd, set {setting.key}={value} keeps the quotes as part of the value, so "
+                f"the build reads {value} with its quotes",
+                f'write set "{setting.key}={value[1:-1]}" (quotes around the whole assignment)',
+            )
+
+
+CHECKS: tuple[Check, ...] = (
+    check_cmd_quotes,
+    check_archs,
+    check_toolkit,
+    check_host_compiler_flags,
+    check_generator_flags,
+    check_switches,
+    check_jobs,
+    check_paths,
+)
+
+__all__ = ["CHECKS", "LineFinding", "Target", "parse_compute_capability", "run_checks"]

@@ -1,0 +1,288 @@
+"""torchsmith review: real shell syntax in, findings with line numbers out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchsmith.cli import main
+from torchsmith.knowledge import load_knowledge
+from torchsmith.review.checks import parse_arch_list, parse_cmake_archs, toolkit_version_of
+from torchsmith.review.parse import detect_dialect, logical_lines, parse_section
+from torchsmith.review.switches import from_knowledge, from_tree
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RTX5070 = ["--gpu", "RTX 5070", "--os", "windows", "--python", "3.11", "--ram", "32"]
+
+
+def _review(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code = main(["review", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _by_line(data: dict) -> dict[int, set[str]]:  # type: ignore[type-arg]
+    out: dict[int, set[str]] = {}
+    for section in data["sections"]:
+        for item in section["findings"]:
+            out.setdefault(item["line"], set()).add(item["finding"]["category"])
+    return out
+
+
+# The RTX 5070 configurations of issue #10, in each shell: every wrong line named.
+EXPECTED = {
+    "rtx5070-cuda12.3.bat": {
+        4: {"toolkit-too-old-for-arch"},  # set CUDA_HOME=...\v12.3
+        5: {"toolkit-too-old-for-arch"},  # set CUDA_PATH=%CUDA_HOME%
+        6: {"arch-not-compiled"},  # TORCH_CUDA_ARCH_LIST=8.9
+        7: {"stale-build-cache"},  # USE_DISTRIBUTED=0 (info: clean when switching)
+        9: {"compile-oom"},  # MAX_JOBS=18 on 32 GB
+        14: {"arch-not-compiled"},  # -DCMAKE_CUDA_ARCHITECTURES=89 (PTX only)
+        15: {"toolkit-too-old-for-arch"},  # -DCUDA_TOOLKIT_ROOT_DIR
+        16: {"unsupported-host-compiler"},  # -allow-unsupported-compiler
+        17: {"unknown-build-option"},  # USE_PTHREADPOOL (forced ON by PyTorch)
+        18: {"unknown-build-option"},  # CAFFE2_USE_PTHREADPOOL
+        19: {"unknown-build-option"},  # BUILD_CAFFE2
+        20: {"unknown-build-option"},  # USE_CAFFE2
+        21: {"other"},  # /MP under Ninja
+    },
+    "rtx5070-cuda12.4.ps1": {
+        3: {"toolkit-too-old-for-arch"},
+        4: {"toolkit-too-old-for-arch"},
+        5: {"arch-not-compiled"},
+        6: {"stale-build-cache"},
+        7: {"compile-oom"},
+        11: {"arch-not-compiled"},
+        12: {"toolkit-too-old-for-arch"},
+        13: {"unsupported-host-compiler"},
+        14: {"unknown-build-option"},
+        15: {"unknown-build-option"},
+        16: {"unknown-build-option"},
+        17: {"other"},
+    },
+    "rtx5070-cuda12.9.sh": {
+        5: {"arch-not-compiled"},
+        6: {"stale-build-cache"},
+        7: {"other"},  # USE_GLOO=1 with USE_DISTRIBUTED=0: no effect
+        8: {"compile-oom"},
+        11: {"arch-not-compiled"},
+        13: {"unsupported-host-compiler"},
+        14: {"unknown-build-option"},
+        15: {"unknown-build-option"},
+        16: {"unknown-build-option"},
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_rtx5070_configurations(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, envelope = _review(capsys, str(FIXTURES / name), *RTX5070)
+    assert code == 1  # error findings
+    data = envelope["data"]
+    assert _by_line(data) == EXPECTED[name]
+    assert data["source_build_needed"] is False
+    assert "one wheel install" in data["wheel_advice"]
+    corrected = data["sections"][0]["corrected"]["build_args"]
+    assert corrected[:3] == [".", "--cc", "12.0"]
+    assert not any("PTHREADPOOL" in a or "CAFFE2" in a for a in corrected)
+
+
+def test_markdown_log_of_attempts(capsys: pytest.CaptureFixture[str]) -> None:
+    code, envelope = _review(capsys, str(FIXTURES / "attempts.md"), *RTX5070)
+    assert code == 1
+    data = envelope["data"]
+    assert data["kind"] == "markdown"
+    sections = data["sections"]
+    assert [s["dialect"] for s in sections] == ["cmd", "cmd", "powershell"]
+    assert sections[0]["title"].startswith("Attempt 1")
+    assert sections[1]["changed_from_previous"] == ["+ USE_DISTRIBUTED=0"]
+    assert "~ TORCH_CUDA_ARCH_LIST: 8.9 -> 8.9;9.0" in sections[2]["changed_from_previous"]
+    # Attempt 3 used CUDA 12.8: its toolkit line is fine, its arch list is not.
+    assert _by_line({"sections": [sections[2]]}) == {23: {"arch-not-compiled"}}
+    assert any("12.0" in line for line in data["never_tried"])
+
+
+def test_public_cmd_excerpt_quotes_in_values(capsys: pytest.CaptureFixture[str]) -> None:
+    """pytorch#9242: `set X="6.1"` in cmd keeps the quotes in the value."""
+    path = FIXTURES / "public" / "pytorch-9242-gtx1050.txt"
+    code, envelope = _review(capsys, str(path), "--gpu", "GTX 1050", "--os", "windows")
+    assert code == 0
+    lines = _by_line(envelope["data"])
+    assert lines == {1: {"other"}, 5: {"other"}}
+
+
+def test_public_markdown_answer_for_the_right_gpu_is_clean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = FIXTURES / "public" / "pytorch-40138-arch.md"
+    code, envelope = _review(capsys, str(path), "--cc", "7.5", "--os", "linux")
+    assert code == 0
+    assert _by_line(envelope["data"]) == {}
+
+
+# -- parsing edge cases ----------------------------------------------------------------------
+def test_cmd_continuations_nested_vars_and_crlf() -> None:
+    text = (
+        'set "ROOT=C:\\Program Files (x86)\\Tools & More"\r\n'
+        "set CUDA=%ROOT%\\cuda\r\n"
+        "set ALL=%CUDA%;%ROOT%\r\n"
+        "cmake .. ^\r\n"
+        '  "-DCUDA_TOOLKIT_ROOT_DIR=%CUDA%" ^\r\n'
+        "  -DX=100%% ^^ok\r\n"
+    )
+    section = parse_section(text, "cmd")
+    values = {a.name: a.value for a in section.assignments}
+    assert values["ROOT"] == "C:\\Program Files (x86)\\Tools & More"
+    assert values["ALL"] == "C:\\Program Files (x86)\\Tools & More\\cuda;" + values["ROOT"]
+    (command,) = section.commands
+    assert command.argv == (
+        "cmake",
+        "..",
+        "-DCUDA_TOOLKIT_ROOT_DIR=C:\\Program Files (x86)\\Tools & More\\cuda",
+        "-DX=100%",
+        "^ok",
+    )
+    assert (command.line, command.end_line) == (4, 6)
+
+
+def test_powershell_quotes_and_env() -> None:
+    text = (
+        "$root = 'C:\\it''s here'\n"
+        '$env:CUDA_HOME = "$root\\v12.8"\n'
+        "cmake `\n"
+        '  "-DA=$env:CUDA_HOME" `\n'
+        "  '-DB=$env:NOT_EXPANDED'\n"
+    )
+    section = parse_section(text, "powershell")
+    assert [(a.name, a.value) for a in section.assignments] == [
+        ("CUDA_HOME", "C:\\it's here\\v12.8")
+    ]
+    assert section.commands[0].argv == (
+        "cmake",
+        "-DA=C:\\it's here\\v12.8",
+        "-DB=$env:NOT_EXPANDED",
+    )
+
+
+def test_bash_quotes_prefix_assignments_and_comments() -> None:
+    text = (
+        "export CUDA_HOME=/usr/local/cuda-12.8  # the toolkit\n"
+        "MAX_JOBS=4 TORCH_CUDA_ARCH_LIST='9.0;12.0' \\\n"
+        '  python setup.py develop "$CUDA_HOME"\n'
+    )
+    section = parse_section(text, "bash")
+    names = [(a.name, a.value, a.line) for a in section.assignments]
+    assert ("CUDA_HOME", "/usr/local/cuda-12.8", 1) in names
+    assert ("TORCH_CUDA_ARCH_LIST", "9.0;12.0", 2) in names
+    assert section.commands[0].argv == ("python", "setup.py", "develop", "/usr/local/cuda-12.8")
+
+
+def test_unbalanced_quote_is_a_finding_not_a_crash(capsys: pytest.CaptureFixture[str]) -> None:
+    section = parse_section('cmake "-DA=1 -DB=2\nset X=1\n', "cmd")
+    assert section.problems == ((1, "unbalanced double quote"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "dialect"),
+    [
+        ("@echo off\nset X=1\n", "cmd"),
+        ("$env:X = '1'\n", "powershell"),
+        ("export X=1\n", "bash"),
+        ("C:\\src>set X=1\n", "cmd"),
+        ("PS C:\\src> $env:X = 1\n", "powershell"),
+    ],
+)
+def test_dialect_detection(text: str, dialect: str) -> None:
+    assert detect_dialect(text) == dialect
+
+
+def test_comments_dropped_and_lines_kept() -> None:
+    lines = logical_lines("REM hi\n:: also\nset A=1\n\nset B=2\n", "cmd")
+    assert [(a, t) for a, _, t in lines] == [(3, "set A=1"), (5, "set B=2")]
+
+
+def test_utf16_powershell_redirection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (FIXTURES / "rtx5070-cuda12.4.ps1").read_text("utf-8")
+    path = tmp_path / "build.ps1"
+    path.write_bytes(b"\xff\xfe" + text.replace("\n", "\r\n").encode("utf-16-le"))
+    code, envelope = _review(capsys, str(path), *RTX5070)
+    assert code == 1
+    assert _by_line(envelope["data"]) == EXPECTED["rtx5070-cuda12.4.ps1"]
+
+
+# -- values ----------------------------------------------------------------------------------
+def test_arch_value_parsers() -> None:
+    assert parse_arch_list("8.9") == (["sm_89"], [])
+    assert parse_arch_list('"9.0;12.0+PTX"') == (["sm_90", "sm_120"], ["compute_120"])
+    assert parse_arch_list("Ada") == (["sm_89"], ["compute_89"])
+    assert parse_arch_list("sm_89") is None
+    assert parse_cmake_archs("89") == (["sm_89"], ["compute_89"])
+    assert parse_cmake_archs("90a-real;120-virtual") == (["sm_90a"], ["compute_120"])
+    assert parse_cmake_archs("native") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "version"),
+    [
+        ("C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4", "12.4"),
+        ("/usr/local/cuda-12.8", "12.8"),
+        ("/usr/local/cuda-13.0/bin/nvcc", "13.0"),
+        ("/opt/conda", None),
+    ],
+)
+def test_toolkit_version_from_path(path: str, version: str | None) -> None:
+    assert toolkit_version_of(path) == version
+
+
+def test_switches_from_tree(tmp_path: Path) -> None:
+    (tmp_path / "cmake").mkdir()
+    (tmp_path / "CMakeLists.txt").write_text(
+        'option(USE_CUDA "Use CUDA" ON)\n'
+        'cmake_dependent_option(USE_GLOO "Use Gloo" ON "USE_DISTRIBUTED" OFF)\n'
+        'option(USE_DISTRIBUTED "Use distributed" ON)\n'
+    )
+    (tmp_path / "cmake" / "Dependencies.cmake").write_text(
+        'set(USE_PTHREADPOOL ON CACHE BOOL "" FORCE)\n'
+    )
+    switches = from_tree(tmp_path)
+    assert switches.lookup("USE_CUDA").known
+    assert switches.lookup("USE_NINJA").known  # read by setup.py
+    assert not switches.lookup("USE_CUDAA").known
+    assert switches.lookup("USE_CUDAA").suggestion == "USE_CUDA"
+    assert "forces it" in switches.lookup("USE_PTHREADPOOL").reason
+    assert not switches.lookup("BUILD_CAFFE2").known
+    assert switches.dependents["USE_DISTRIBUTED"] == ("USE_GLOO",)
+
+
+def test_knowledge_switches_have_a_defined_source() -> None:
+    switches = from_knowledge()
+    assert switches.source in load_knowledge().sources
+    assert "USE_DISTRIBUTED" in switches.names
+
+
+# -- bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty"),
+        (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8, "binary data"),
+        (b"echo hello\nls -la\n", "no build command"),
+    ],
+)
+def test_bad_input_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    path = tmp_path / "script.sh"
+    path.write_bytes(content)
+    code = main(["review", str(path), "--cc", "9.0", "--os", "linux"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", str(tmp_path / "nope.bat"), "--os", "linux"]) == 3
+    assert main(["review", str(tmp_path), "--os", "linux"]) == 3
+    assert "Traceback" not in capsys.readouterr().err
