@@ -8,12 +8,11 @@ torchsmith, on a GPU machine. Run through bench/gpu_build.sh, which sets up the 
 naive: ``PY -m pip install --no-build-isolation .`` in the unpacked sdist with nothing set (a new
 user); torch-scatter's setup.py turns ninja off, so its 17 sources compile one after another. It
 gets a hard time cap; if it hits it the figure is a lower bound.
-cold-warm: torchsmith's configuration for this machine (TORCH_CUDA_ARCH_LIST = this GPU, every
-extension in its own process with ninja inside, MAX_JOBS from the cores, sccache in front of c++
-and nvcc) run through torchsmith's executor (run_build: log, ledger, progress, peak RSS of the
-process tree), first with an empty compiler cache (cold), then with build outputs removed and the
-cache kept (warm).
-causal: causal-conv1d from source with torchsmith's configuration (cold cache).
+cold-warm: ``torchsmith build TREE --python PY --cache sccache`` exactly as a user runs it (its
+configuration is printed first from ``--dry-run``; the build writes its log and ledger entry),
+first with an empty compiler cache (cold), then with build outputs removed and the cache kept
+(warm).
+causal: causal-conv1d from source with ``torchsmith build`` (cold cache).
 
 Each mode checks the result: the archs in what was installed (torchsmith inspect), and that it
 imports and runs a small op on the GPU. Results go to ``--work``/results/<mode>.json (kept between
@@ -38,10 +37,6 @@ from typing import Any
 import psutil
 
 from torchsmith.binaries.targets import inspect_target
-from torchsmith.build.drivers import parallel_extension_steps
-from torchsmith.build.model import BuildConfig, Choice, Project
-from torchsmith.build.runner import run_build
-from torchsmith.ledger import Ledger
 from torchsmith.util.stream import stream
 
 SCATTER_CHECK = (
@@ -194,84 +189,64 @@ def _dot(line: str) -> None:
 # -- torchsmith ------------------------------------------------------------------------------
 
 
-def torchsmith_config(
-    tree: Path, python: str, *, cc: str, jobs: int, sccache: str | None, extra_env: dict[str, str]
-) -> BuildConfig:
-    """What torchsmith chooses on this machine for a cpp_extension project (written out here
-    until build/config.py's make_config is merged; the same choices, with their reasons)."""
-    home = cuda_home()
-    env = {
-        "TORCH_CUDA_ARCH_LIST": cc,
-        "CUDA_HOME": home,
-        "MAX_JOBS": str(jobs),
-        **({"FORCE_ONLY_CPU": "1"} if SMOKE_CPU else {"FORCE_CUDA": "1"}),
-        **extra_env,
-    }
-    choices = [
-        Choice("TORCH_CUDA_ARCH_LIST", cc, "this machine's GPU (nvidia-smi compute_cap)"),
-        Choice("CUDA_HOME", home, "the nvcc that targets this GPU"),
-        Choice(
-            "parallelism",
-            f"{jobs} jobs: every extension in its own process, ninja inside each",
-            "setup.py turns ninja off, so it would compile its sources one after another",
-        ),
-    ]
-    if sccache:
-        env["TORCHSMITH_LAUNCHER"] = sccache
-        choices.append(Choice("launcher", sccache, "sccache in front of c++ and nvcc"))
-    return BuildConfig(
-        project=Project(str(tree), "cpp_extension", "setup.py", name=tree.name, uses_ninja=False),
-        python=python,
-        profile="fast",
-        arch_list=(cc,),
-        cuda_home=home,
-        cuda_version=None,
-        host_compiler=None,
-        jobs=jobs,
-        nvcc_threads=1,
-        cache="sccache" if sccache else "none",
-        launcher=sccache,
-        env=env,
-        cmake_args=(),
-        steps=parallel_extension_steps(str(tree), python, jobs=jobs, install=True),
-        choices=tuple(choices),
-    )
+def torchsmith_cli(args: argparse.Namespace, tree: Path, *extra: str) -> list[str]:
+    """The real command a user runs: torchsmith build, this machine's GPUs, sccache as launcher."""
+    exe = str(Path(args.python).with_name("torchsmith"))
+    return [exe, "build", str(tree), "--python", args.python, "--cache", "sccache", *extra]
 
 
 def torchsmith_build(
-    args: argparse.Namespace, tree: Path, label: str, sccache: str | None, extra: dict[str, str]
+    args: argparse.Namespace, tree: Path, label: str, extra_env: dict[str, str]
 ) -> dict[str, Any]:
-    cc = gpu_cc()
-    config = torchsmith_config(
-        tree, args.python, cc=cc, jobs=psutil.cpu_count() or 1, sccache=sccache, extra_env=extra
-    )
-    for choice in config.choices:
-        print(f"  {choice.key} = {choice.value}  ({choice.reason})")
+    env = {
+        **os.environ,
+        **extra_env,
+        "TORCHSMITH_LEDGER": str(args.work / "ledger.sqlite"),
+        "TORCHSMITH_LOG_DIR": str(args.work / "logs"),
+    }
+    dry = subprocess.run(
+        [*torchsmith_cli(args, tree, "--dry-run", "--json")],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    plan = json.loads(dry.stdout or "{}").get("data") or {}
+    config = plan.get("config") or {}
+    for choice in config.get("choices", []):
+        print(f"  {choice['key']} = {choice['value']}  ({choice['reason']})")
+    for finding in plan.get("findings", []):
+        print(f"  {finding['severity']}: {finding['message']}")
     uninstall(args.python, args.package)
-    ledger = Ledger(args.work / "ledger.sqlite")
+    print("  " + " ".join(torchsmith_cli(args, tree, "--json")))
     started = time.monotonic()
-    result = run_build(
-        config, ledger=ledger, log_dir=args.work / "logs", console=None, on_line=_dot
-    )
-    print()
+    run = subprocess.run(
+        torchsmith_cli(args, tree, "--json"),
+        capture_output=True, text=True, env=env, timeout=args.cap, check=False,
+    )  # fmt: skip
     wall = time.monotonic() - started
+    doc = json.loads(run.stdout or "{}")
+    result = doc.get("data") or {}
     data: dict[str, Any] = {
         "mode": label,
         "package": args.package,
-        "status": result.status,
+        "command": "torchsmith build TREE --python PY --cache sccache",
+        "exit_code": run.returncode,
+        "status": result.get("status") or "error",
         "wall_s": round(wall, 1),
-        "peak_rss_bytes": result.peak_rss_bytes,
-        "log": result.log_path,
-        "attempt": result.attempt_id,
-        "built_sass": list(result.sass),
-        "findings": [f.message for f in result.findings],
-        "diagnoses": [d.title for d in result.diagnoses[:1]],
-        "choices": {c.key: c.value for c in config.choices},
+        "build_s": result.get("duration_s"),
+        "peak_rss_bytes": result.get("peak_rss_bytes"),
+        "log": result.get("log_path"),
+        "attempt": result.get("attempt_id"),
+        "built_sass": result.get("sass", []),
+        "findings": [f["message"] for f in result.get("findings", [])],
+        "diagnoses": [d.get("title") for d in result.get("diagnoses", [])[:1]],
+        "choices": {c["key"]: c["value"] for c in config.get("choices", [])},
+        "error": doc.get("error"),
     }
-    if result.status == "succeeded":
+    if data["status"] == "succeeded":
         data["result"] = check_result(args.python, args.module, args.check)
     else:
-        print(Path(result.log_path).read_text()[-3000:])
+        print(run.stderr[-2000:])
+        if data["log"] and Path(data["log"]).is_file():
+            print(Path(data["log"]).read_text(errors="replace")[-3000:])
     return data
 
 
@@ -312,7 +287,7 @@ def cold_warm(args: argparse.Namespace) -> dict[str, Any]:
     env = start_sccache(sccache, cache_dir, empty=True)
     tree = unpack(args.sdist, args.work, "torchsmith")
     print("torchsmith cold (empty compiler cache):")
-    cold = torchsmith_build(args, tree, "torchsmith-cold", sccache, env)
+    cold = torchsmith_build(args, tree, "torchsmith-cold", env)
     cold["sccache"] = sccache_stats(sccache, env)
     # Warm: build outputs removed, compiler cache kept.
     for name in ("build", "dist"):
@@ -321,7 +296,7 @@ def cold_warm(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(info, ignore_errors=True)
     subprocess.run([sccache, "--zero-stats"], env={**os.environ, **env}, check=True, timeout=60)
     print("torchsmith warm (build outputs removed, compiler cache kept):")
-    warm = torchsmith_build(args, tree, "torchsmith-warm", sccache, env)
+    warm = torchsmith_build(args, tree, "torchsmith-warm", env)
     warm["sccache"] = sccache_stats(sccache, env)
     subprocess.run(
         [sccache, "--stop-server"], env={**os.environ, **env}, capture_output=True, check=False
@@ -345,7 +320,7 @@ def causal(args: argparse.Namespace) -> dict[str, Any]:
         env |= start_sccache(sccache, args.work / "sccache-causal", empty=True)
     tree = unpack(args.sdist, args.work, "causal")
     print("torchsmith, causal-conv1d (cold):")
-    return torchsmith_build(args, tree, "torchsmith-causal", sccache, env)
+    return torchsmith_build(args, tree, "torchsmith-causal", env)
 
 
 def main() -> int:

@@ -211,6 +211,18 @@ def test_toolkit_choice_prefers_one_that_targets_all_and_matches_torch(
     assert "chosen among 2" in reason(c, "CUDA_HOME")
 
 
+def test_toolkit_choice_skips_a_root_without_headers(h200: Probe, kb: Knowledge) -> None:
+    """This dev machine: /usr/local/bin/nvcc is a wrapper script, so PATH yields /usr/local (no
+    include/cuda_runtime.h) beside the real /usr/local/cuda-13.0. Only the real one can build."""
+    real = dataclasses.replace(h200.cuda_toolkits[0], selected=False, headers=True)
+    wrapper = dataclasses.replace(
+        real, root="/usr/local", nvcc="/usr/local/bin/nvcc", selected=True, headers=False
+    )
+    probe = dataclasses.replace(h200, cuda_toolkits=(wrapper, real))
+    c = make_config(SCATTER, probe, kb, BuildOptions(targets=("9.0",)))
+    assert c.cuda_home == real.root
+
+
 def test_windows_rtx5070(kb: Knowledge) -> None:
     probe = rtx5070_windows()
     with platforms.override("windows"):

@@ -225,8 +225,12 @@ def _pick_toolkit(
         targets_all = all(can_target(t, kb, cc) for cc in ccs)
         same_major = torch_cuda is None or _vkey(t.version)[:1] == _vkey(torch_cuda)[:1]
         same_minor = torch_cuda is not None and _vkey(t.version)[:2] == _vkey(torch_cuda)[:2]
+        # A root without nvcc or without include/cuda_runtime.h (a PATH wrapper such as
+        # /usr/local/bin/nvcc that execs the real one) cannot build: prefer a complete toolkit.
+        complete = t.nvcc is not None and t.headers is not False
         return (
             int(targets_all),
+            int(complete),
             int(same_major),
             int(same_minor),
             int(t.selected),
@@ -234,7 +238,7 @@ def _pick_toolkit(
         )
 
     best = max(usable, key=score)
-    ok_arch, ok_major = score(best)[:2]
+    ok_arch, _complete, ok_major = score(best)[:3]
     parts_error = f"; note: {best.error}" if best.nvcc is None and best.error else ""
     parts = [f"CUDA {best.version} at {best.root}"]
     if ccs:
