@@ -99,3 +99,18 @@ def test_no_project_is_one_clear_line(make: str, tmp_path: Path) -> None:
         detect_project(path)
     assert "\n" not in info.value.message
     assert info.value.tip
+
+
+def test_hardcoded_gencode_archs_are_seen(tmp_path: Path) -> None:
+    """causal-conv1d 1.7.0's setup.py appends -gencode literals whatever the arch list says."""
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "cc_flag = []\n"
+        'cc_flag.append("-gencode")\n'
+        'cc_flag.append("arch=compute_80,code=sm_80")\n'
+        'cc_flag.append("-gencode")\n'
+        'cc_flag.append("arch=compute_120,code=sm_120")\n'
+    )
+    project = detect_project(tmp_path)
+    assert project.fixed_archs == ("sm_80", "sm_120")
+    assert any("TORCH_CUDA_ARCH_LIST cannot narrow them" in n for n in project.notes)

@@ -88,14 +88,15 @@ def make_config(
     if host is not None and not windows and cuda:
         acc.env["CUDAHOSTCXX"] = host.path or host.name
 
-    nvcc_threads = _nvcc_threads(arch_list, facts, cuda)
+    compiled = _compiled_archs(project, arch_list, acc) if cuda else arch_list
+    nvcc_threads = _nvcc_threads(compiled, facts, cuda)
     jobs = _jobs(probe, options=options, facts=facts, cuda=cuda, nvcc_threads=nvcc_threads, acc=acc)
     acc.choose("MAX_JOBS", str(jobs), acc.choices.pop().reason, env="MAX_JOBS")
     if cuda and nvcc_threads > 1:
         acc.choose(
             "NVCC_THREADS",
             str(nvcc_threads),
-            f"nvcc --threads {nvcc_threads} compiles the {len(arch_list)} archs of each file in "
+            f"nvcc --threads {nvcc_threads} compiles the {len(compiled)} archs of each file in "
             "parallel (NVCC_APPEND_FLAGS reaches every nvcc call); the job budget counts them",
             env="NVCC_THREADS",
         )
@@ -313,6 +314,28 @@ def _pick_host_compiler(
 
 
 # -- jobs -----------------------------------------------------------------------------------------
+
+
+def _compiled_archs(project: Project, arch_list: tuple[str, ...], acc: _Acc) -> tuple[str, ...]:
+    """The archs nvcc really compiles: the arch list plus those the project hardcodes."""
+    if not project.fixed_archs:
+        return arch_list
+    ours = {"sm_" + a.split("+")[0].replace(".", "") for a in arch_list}
+    extra = tuple(a for a in project.fixed_archs if a not in ours)
+    if extra:
+        acc.findings.append(
+            Finding(
+                "other",
+                "info",
+                f"{project.name or 'the project'} compiles {len(extra)} archs of its own "
+                f"({', '.join(extra)}) besides TORCH_CUDA_ARCH_LIST: its setup hardcodes them "
+                "with -gencode, so every CUDA file takes that many times longer",
+                "nothing to do for a correct build; torchsmith compiles those archs in parallel "
+                "(nvcc --threads); patch the project's setup to drop them for a faster one",
+                subject="archs",
+            )
+        )
+    return (*arch_list, *extra)
 
 
 def _nvcc_threads(arch_list: tuple[str, ...], facts: BuildFacts, cuda: bool) -> int:

@@ -90,6 +90,12 @@ def detect_project(path: Path) -> Project:
             )
         if _CUDA_EXT.search(python_text):
             notes.append("has CUDA sources (CUDAExtension)")
+        fixed = fixed_gencode_archs(python_text)
+        if fixed:
+            notes.append(
+                f"its setup adds -gencode for {len(fixed)} archs of its own ({', '.join(fixed)}): "
+                "TORCH_CUDA_ARCH_LIST cannot narrow them"
+            )
         return Project(
             path=str(root),
             kind="cpp_extension",
@@ -99,6 +105,7 @@ def detect_project(path: Path) -> Project:
             uses_ninja=not no_ninja,
             build_dir=str(root / "build"),
             notes=tuple(notes),
+            fixed_archs=fixed,
         )
     if cmake and _CMAKE_CUDA.search(_strip_cmake_comments(cmake)):
         m = re.search(r"project\s*\(\s*([A-Za-z0-9_\-]+)", cmake, re.IGNORECASE)
@@ -116,6 +123,15 @@ def detect_project(path: Path) -> Project:
         "using torch.utils.cpp_extension, no CMakeLists.txt enabling CUDA",
         tip="point torchsmith build at the folder that holds setup.py or CMakeLists.txt",
     )
+
+
+_GENCODE = re.compile(r"arch=compute_(\d{2,3}[af]?),code=\[?sm_(\d{2,3}[af]?)")
+
+
+def fixed_gencode_archs(text: str) -> tuple[str, ...]:
+    """SASS archs a setup script hardcodes as ``-gencode arch=compute_X,code=sm_X`` literals."""
+    found = {f"sm_{m.group(2)}" for m in _GENCODE.finditer(text)}
+    return tuple(sorted(found, key=lambda a: int(re.sub(r"\D", "", a))))
 
 
 def is_cuda_project(project: Project) -> bool:

@@ -33,6 +33,9 @@ class Project:
     uses_ninja: bool = True  # False where the project turns ninja off (torch-scatter)
     build_dir: str | None = None  # where its build outputs go ("build", "build/cmake")
     notes: tuple[str, ...] = ()
+    # SASS archs the project's own build script adds with -gencode whatever TORCH_CUDA_ARCH_LIST
+    # says (causal-conv1d, flash-attention): ("sm_75", "sm_80", ...).
+    fixed_archs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
