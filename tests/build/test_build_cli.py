@@ -74,3 +74,56 @@ def test_build_for_two_archs_holds_exactly_their_sass(
     attempt = Ledger(Path(os.environ["TORCHSMITH_LEDGER"])).get(data["attempt_id"])
     assert attempt.status == "succeeded"
     assert attempt.kind == "build"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_cuda
+def test_stale_cache_is_caught_then_clean_rebuilds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Configure for sm_90, ask for sm_120: preflight names the cached arch and stops the
+    build; --clean removes the build outputs (never a source) and the rebuild holds sm_120."""
+    tree = copy_project("tinycuda", tmp_path)
+    sources = sorted(p.relative_to(tree) for p in tree.rglob("*") if p.is_file())
+    assert main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"]) == 0
+    capsys.readouterr()
+    code = main(["build", str(tree), "--cc", "12.0", "--cache", "none"])
+    captured = capsys.readouterr()
+    assert code != 0
+    assert "stale-build-cache" in captured.out + captured.err
+    assert "CMAKE_CUDA_ARCHITECTURES" in captured.out + captured.err
+    code = main(["build", str(tree), "--cc", "12.0", "--cache", "none", "--clean", "--json"])
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert code == 0, data
+    assert data["sass"] == ["sm_120"]
+    assert all((tree / s).is_file() for s in sources)
+
+
+@pytest.mark.integration
+def test_emit_writes_a_script_and_builds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = copy_project("tinycuda", tmp_path)
+    out = tmp_path / "build.sh"
+    code = main(
+        ["build", str(tree), "--cc", "12.0", "--cache", "none", "--emit", "bash", "-o", str(out)]
+    )
+    assert code == 0
+    text = out.read_text()
+    assert text.startswith("#!")
+    assert "120" in text
+    assert not (tree / "build").exists()
+    assert Ledger(Path(os.environ["TORCHSMITH_LEDGER"])).list() == []
+
+
+def test_unreachable_shared_cache_is_one_line_before_building(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = copy_project("tinycuda", tmp_path)
+    code = main(["build", str(tree), "--cc", "9.0", "--cache-url", "redis://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+    assert not (tree / "build").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -286,3 +287,23 @@ def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["review", str(tmp_path / "nope.bat"), "--os", "linux"]) == 3
     assert main(["review", str(tmp_path), "--os", "linux"]) == 3
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_corrected_configuration_is_accepted_by_build_dry_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10's loop: the flags review proposes pass `torchsmith build --dry-run` on a PyTorch
+    tree with no configuration error (arch, toolkit, compiler, switch or cache)."""
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.sqlite"))
+    _, envelope = _review(capsys, str(FIXTURES / "rtx5070-cuda12.3.bat"), *RTX5070)
+    args = envelope["data"]["sections"][0]["corrected"]["build_args"]
+    tree = tmp_path / "pytorch"
+    shutil.copytree(Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton", tree)
+    code = main(["build", str(tree), *args[1:], "--dry-run", "--json"])
+    plan = json.loads(capsys.readouterr().out)["data"]
+    assert code == 0
+    assert plan["config"]["arch_list"] == ["12.0"]
+    errors = [f for f in plan["findings"] if f["severity"] == "error"]
+    # This dev machine's own cmake may be older than the tree asks for: a machine fact, not a
+    # configuration error. Nothing else may be an error.
+    assert [f for f in errors if f["category"] != "missing-build-dependency"] == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from torchsmith.build.model import BuildConfig
 from torchsmith.commands.common import console, emit, json_option
 from torchsmith.errors import InputError, UsageError
 
@@ -22,6 +23,44 @@ def _sets(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
             )
         out.append((key.strip(), value))
     return tuple(out)
+
+
+def _shared_cache(config: BuildConfig, url: str) -> BuildConfig:
+    from torchsmith.build.shared_cache import check_cache_server, with_shared_cache  # noqa: PLC0415
+
+    check_cache_server(url)  # unreachable: one line, before anything runs
+    return with_shared_cache(config, url)
+
+
+def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: bool) -> None:
+    from torchsmith.build.scripts import write_script  # noqa: PLC0415
+
+    text = write_script(config, shell, output)  # type: ignore[arg-type]
+    if output is None:
+        click.echo(text, nl=False)
+    elif not as_json:
+        click.echo(f"wrote {output} ({shell})", err=True)
+
+
+def _clean(tree: Path, as_json: bool) -> None:
+    """--clean: remove what `torchsmith clean` proves is a build output, and say what went."""
+    from torchsmith.build.clean import execute_clean, plan_clean  # noqa: PLC0415
+    from torchsmith.build.detect import detect_project  # noqa: PLC0415
+    from torchsmith.errors import ToolError  # noqa: PLC0415
+
+    plan = plan_clean(tree, detect_project(tree).kind)
+    if not plan.entries:
+        return
+    result = execute_clean(plan, confirmed=True)
+    if not as_json:
+        names = ", ".join(result.removed[:6]) + (" ..." if len(result.removed) > 6 else "")
+        click.echo(f"clean: removed {names} ({result.bytes_freed / 2**20:.1f} MiB)", err=True)
+    if not result.ok:
+        raise ToolError(
+            f"--clean: {len(result.failed)} build outputs could not be removed: "
+            f"{result.failed[0].path}: {result.failed[0].message}",
+            tip="close what holds them, or run `torchsmith clean` to see the list",
+        )
 
 
 def log_dir() -> Path:
@@ -52,6 +91,26 @@ def log_dir() -> Path:
     default="auto",
     show_default=True,
 )
+@click.option(
+    "--cache-url",
+    metavar="redis://HOST:PORT",
+    help="A compiler cache shared by a team (sccache with a redis backend).",
+)
+@click.option(
+    "--clean",
+    "clean_first",
+    is_flag=True,
+    help="First remove the tree's build outputs (what `torchsmith clean` lists; never sources).",
+)
+@click.option(
+    "--emit",
+    "emit_shell",
+    type=click.Choice(["bash", "powershell", "cmd"]),
+    help="Write a standalone script of this build instead of running it.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where --emit writes."
+)
 @click.option("--dry-run", is_flag=True, help="Show configuration, preflight and commands only.")
 @click.option("--force", is_flag=True, help="Build even when preflight finds errors.")
 @json_option
@@ -66,6 +125,10 @@ def build(
     sets: tuple[str, ...],
     jobs: int | None,
     cache: str,
+    cache_url: str | None,
+    clean_first: bool,
+    emit_shell: str | None,
+    output: Path | None,
     dry_run: bool,
     force: bool,
     as_json: bool,
@@ -92,6 +155,8 @@ def build(
     if not tree.is_dir():
         raise InputError(f"{path}: no such directory")
     options_sets = _sets(sets)
+    if cache_url is not None:
+        cache = "sccache"  # the shared cache is sccache's redis backend
     target = resolve_python(python) if python else None
     probe = collect_probe(target, disk_path=tree)
     fleet = tuple(load_probe(p) for p in probes)
@@ -106,8 +171,15 @@ def build(
         python=target,
         dry_run=dry_run,
     )
+    if clean_first and not dry_run and emit_shell is None:
+        _clean(tree, as_json)
     prepared = prepare(tree, probe, load_knowledge(), options, fleet=fleet)
     config, findings = prepared.config, prepared.findings
+    if cache_url is not None:
+        config = _shared_cache(config, cache_url)
+    if emit_shell is not None:
+        _emit_script(config, emit_shell, output, as_json)
+        return
     blocked = bool(blocking(findings))
     plan = BuildPlan(config, findings, blocked)
     if dry_run:

@@ -97,52 +97,51 @@ def _script_names(options: dict[str, Any]) -> frozenset[str]:
 _FORCED = re.compile(r"\bset\s*\(\s*((?:USE|BUILD)_[A-Z0-9_]+)\s[^)]*\bFORCE\s*\)")
 
 
-def parse_cmake_options(text: str) -> tuple[set[str], dict[str, list[str]]]:
-    """option()/cmake_dependent_option() names in CMake text, and each dependent's conditions."""
-    names: set[str] = set()
+def parse_cmake_dependencies(text: str) -> dict[str, list[str]]:
+    """cmake_dependent_option(NAME ... "CONDITION" ...): the switches NAME needs to be on."""
     depends_on: dict[str, list[str]] = {}
     for match in _OPTION.finditer(text):
-        names.add(match.group(1))
         condition = match.group(2)
-        if condition:
-            parents = [
-                word
-                for word in re.split(r"[;\s]+", condition)
-                if re.fullmatch(r"(USE|BUILD)_[A-Z0-9_]+", word)
-            ]
-            if parents and " OR " not in condition:
-                depends_on[match.group(1)] = parents
-    names |= set(re.findall(r"\bset\s*\(\s*((?:USE|BUILD)_[A-Z0-9_]+)\s", text))
-    return names, depends_on
+        if not condition or " OR " in condition:
+            continue
+        parents = [
+            word
+            for word in re.split(r"[;\s]+", condition)
+            if re.fullmatch(r"(USE|BUILD)_[A-Z0-9_]+", word)
+        ]
+        if parents:
+            depends_on[match.group(1)] = parents
+    return depends_on
 
 
 def from_tree(tree: Path) -> BuildSwitches:
-    """The switches a source tree's own CMake files define (top level and cmake/*.cmake)."""
+    """The switches a source tree defines (build.tree.tree_options: its CMake option()s and the
+    environment names its setup reads), with the dependencies and FORCEd values its CMake sets."""
+    from torchsmith.build.model import Project  # noqa: PLC0415
+    from torchsmith.build.tree import tree_options  # noqa: PLC0415
+
     top = tree / "CMakeLists.txt"
     if not top.is_file():
         raise InputError(
             f"--tree {tree}: no CMakeLists.txt there", tip="pass the root of a PyTorch checkout"
         )
-    files = [top, *sorted((tree / "cmake").glob("*.cmake"))]
-    names: set[str] = set()
+    names = set(tree_options(Project(str(tree.resolve()), "pytorch", "setup.py")))
     forced: dict[str, str] = {}
     depends_on: dict[str, list[str]] = {}
-    for path in files:
+    for path in [top, *sorted((tree / "cmake").glob("*.cmake"))]:
         try:
             text = path.read_text("utf-8", errors="replace")
         except OSError as exc:
             raise InputError(f"--tree {tree}: cannot read {path.name}: {exc.strerror}") from exc
-        more_names, more_deps = parse_cmake_options(text)
-        names |= more_names
-        depends_on.update(more_deps)
+        depends_on.update(parse_cmake_dependencies(text))
         for name in _FORCED.findall(text):
             forced[name] = (
                 f"{path.relative_to(tree)} forces it (CACHE ... FORCE), so any value you pass "
                 "is overwritten"
             )
-    kb = from_knowledge()
     options = loads_toml(_data_text())["options"]
     names |= _script_names(options)  # read by setup.py, not by CMake
+    kb = from_knowledge()
     ignored = {k: v for k, v in kb.ignored.items() if k not in names}
     ignored.update(forced)
     return BuildSwitches(
