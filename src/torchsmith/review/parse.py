@@ -13,6 +13,7 @@ names it never set, left as written), so the result is what the script *would* p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -318,6 +319,93 @@ def _tokens_cmd(text: str) -> list[str]:
     return tokens
 
 
+# -- words: one tokenizer for the POSIX and PowerShell quoting rules ------------------------------
+@dataclass(frozen=True)
+class _Quoting:
+    escape: str  # escapes the next character outside quotes (and inside double quotes)
+    dq_escapable: str | None  # what the escape may escape inside "...": None for anything
+    single_doubling: bool  # '' inside '...' is one quote (PowerShell)
+    comment: str | None  # starts a comment at the beginning of a word
+
+
+_POWERSHELL_WORDS = _Quoting(escape="`", dq_escapable=None, single_doubling=True, comment=None)
+_BASH_WORDS = _Quoting(escape="\\", dq_escapable='"\\$`', single_doubling=False, comment="#")
+
+
+def _single_quoted(text: str, start: int, rules: _Quoting) -> tuple[str, int]:
+    """The literal text of '...' starting at ``start``, and the index after it."""
+    out: list[str] = []
+    end = start + 1
+    while True:
+        if end >= len(text):
+            raise ValueError("unbalanced single quote")
+        if text[end] == "'":
+            if rules.single_doubling and text[end + 1 : end + 2] == "'":
+                out.append("'")
+                end += 2
+                continue
+            return "".join(out), end + 1
+        out.append(text[end])
+        end += 1
+
+
+def _double_quoted(text: str, start: int, rules: _Quoting) -> tuple[str, int]:
+    """The text of "..." starting at ``start`` (escapes applied, not expanded), index after it."""
+    out: list[str] = []
+    end = start + 1
+    while True:
+        if end >= len(text):
+            raise ValueError("unbalanced double quote")
+        ch = text[end]
+        escapable = rules.dq_escapable is None or text[end + 1 : end + 2] in rules.dq_escapable
+        if ch == rules.escape and end + 1 < len(text) and escapable:
+            out.append(text[end + 1])
+            end += 2
+            continue
+        if ch == '"':
+            return "".join(out), end + 1
+        out.append(ch)
+        end += 1
+
+
+def _words(text: str, rules: _Quoting, expand: Callable[[str], str]) -> list[str]:
+    """Split a command line into words the way the shell would, expanding outside '...'."""
+    stops = "'\"" + rules.escape
+    tokens: list[str] = []
+    current: list[str] = []
+    started = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "'":
+            chunk, i = _single_quoted(text, i, rules)
+            current.append(chunk)
+        elif ch == '"':
+            chunk, i = _double_quoted(text, i, rules)
+            current.append(expand(chunk))
+        elif ch == rules.escape and i + 1 < len(text):
+            current.append(text[i + 1])
+            i += 2
+        elif rules.comment is not None and ch == rules.comment and not started:
+            break
+        elif ch.isspace():
+            if started:
+                tokens.append("".join(current))
+                current, started = [], False
+            i += 1
+            continue
+        else:
+            j = i
+            while j < len(text) and not text[j].isspace() and text[j] not in stops:
+                j += 1
+            current.append(expand(text[i:j]))
+            i = j
+        started = True
+    if started:
+        tokens.append("".join(current))
+    return tokens
+
+
 # -- PowerShell --------------------------------------------------------------------------------
 _PS_ENV_SET = re.compile(r"(?is)^\$env:([\w()]+)\s*=\s*(.+)$")
 _PS_VAR_SET = re.compile(r"(?is)^\$([A-Za-z_]\w*)\s*=\s*(.+)$")
@@ -336,71 +424,10 @@ def _expand_ps(text: str, variables: dict[str, str], ps_vars: dict[str, str]) ->
     return _PS_REF.sub(replace, text)
 
 
-def _ps_tokens(text: str, variables: dict[str, str]) -> list[str]:  # noqa: PLR0915 (one tokenizer)
+def _ps_tokens(text: str, variables: dict[str, str]) -> list[str]:
     ps_vars = {k[4:]: v for k, v in variables.items() if k.startswith("$PS:")}
     env = {k: v for k, v in variables.items() if not k.startswith("$PS:")}
-    tokens: list[str] = []
-    current: list[str] = []
-    started = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "'":
-            end = i + 1
-            chunk: list[str] = []
-            while True:
-                if end >= len(text):
-                    raise ValueError("unbalanced single quote")
-                if text[end] == "'":
-                    if text[end + 1 : end + 2] == "'":
-                        chunk.append("'")
-                        end += 2
-                        continue
-                    break
-                chunk.append(text[end])
-                end += 1
-            current.append("".join(chunk))
-            started = True
-            i = end + 1
-            continue
-        if ch == '"':
-            end = i + 1
-            chunk = []
-            while True:
-                if end >= len(text):
-                    raise ValueError("unbalanced double quote")
-                if text[end] == "`" and end + 1 < len(text):
-                    chunk.append(text[end + 1])
-                    end += 2
-                    continue
-                if text[end] == '"':
-                    break
-                chunk.append(text[end])
-                end += 1
-            current.append(_expand_ps("".join(chunk), env, ps_vars))
-            started = True
-            i = end + 1
-            continue
-        if ch == "`" and i + 1 < len(text):
-            current.append(text[i + 1])
-            started = True
-            i += 2
-            continue
-        if ch.isspace():
-            if started:
-                tokens.append("".join(current))
-                current, started = [], False
-            i += 1
-            continue
-        j = i
-        while j < len(text) and not text[j].isspace() and text[j] not in "'\"`":
-            j += 1
-        current.append(_expand_ps(text[i:j], env, ps_vars))
-        started = True
-        i = j
-    if started:
-        tokens.append("".join(current))
-    return tokens
+    return _words(text, _POWERSHELL_WORDS, lambda chunk: _expand_ps(chunk, env, ps_vars))
 
 
 def _parse_powershell(statement: str, variables: dict[str, str]) -> Parsed:
@@ -437,57 +464,7 @@ def _expand_bash(text: str, variables: dict[str, str]) -> str:
 
 
 def _bash_tokens(text: str, variables: dict[str, str]) -> list[str]:
-    """POSIX-shell words: '...' literal, "..." and bare words expand $VAR; # starts a comment."""
-    tokens: list[str] = []
-    current: list[str] = []
-    started = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise ValueError("unbalanced single quote")
-            current.append(text[i + 1 : end])
-            started, i = True, end + 1
-            continue
-        if ch == '"':
-            end = i + 1
-            chunk: list[str] = []
-            while True:
-                if end >= len(text):
-                    raise ValueError("unbalanced double quote")
-                if text[end] == "\\" and end + 1 < len(text) and text[end + 1] in '"\\$`':
-                    chunk.append(text[end + 1])
-                    end += 2
-                    continue
-                if text[end] == '"':
-                    break
-                chunk.append(text[end])
-                end += 1
-            current.append(_expand_bash("".join(chunk), variables))
-            started, i = True, end + 1
-            continue
-        if ch == "\\" and i + 1 < len(text):
-            current.append(text[i + 1])
-            started, i = True, i + 2
-            continue
-        if ch == "#" and not started:
-            break
-        if ch.isspace():
-            if started:
-                tokens.append("".join(current))
-                current, started = [], False
-            i += 1
-            continue
-        j = i
-        while j < len(text) and not text[j].isspace() and text[j] not in "'\"\\":
-            j += 1
-        current.append(_expand_bash(text[i:j], variables))
-        started, i = True, j
-    if started:
-        tokens.append("".join(current))
-    return tokens
+    return _words(text, _BASH_WORDS, lambda chunk: _expand_bash(chunk, variables))
 
 
 def _parse_bash(statement: str, variables: dict[str, str]) -> Parsed:
