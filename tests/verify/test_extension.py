@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -62,3 +63,17 @@ def test_extension_without_gpus_is_skipped_not_failed(sm120_only: Path) -> None:
     _extension(report, str(sm120_only), sys.executable)
     assert report.ok
     assert report.checks[-1].passed is None
+
+
+def test_recorded_h200_run_names_arch_not_compiled() -> None:
+    """The real run on the H200 machine (tests/fixtures/h200-linux/verify/README.md)."""
+    path = (
+        Path(__file__).parents[1] / "fixtures" / "h200-linux" / "verify" / "verify_ext_sm120.json"
+    )
+    data = json.loads(path.read_text())["data"]
+    assert not data["ok"]
+    (check,) = [c for c in data["checks"] if c["name"].startswith("extension ")]
+    assert (check["passed"], check["value"]) == (False, "none")
+    (finding,) = data["findings"]
+    assert finding["category"] == "arch-not-compiled"
+    assert "TORCH_CUDA_ARCH_LIST=9.0" in finding["fix"]
