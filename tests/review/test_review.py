@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -307,3 +309,32 @@ def test_corrected_configuration_is_accepted_by_build_dry_run(
     # This dev machine's own cmake may be older than the tree asks for: a machine fact, not a
     # configuration error. Nothing else may be an error.
     assert [f for f in errors if f["category"] != "missing-build-dependency"] == []
+
+
+def test_emit_writes_the_corrected_build_as_a_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--emit prepares the corrected configuration for the tree on the probed machine, as
+    `torchsmith build --emit` would, and writes the script (shellcheck-clean where available)."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton", tree)
+    probe = Path(__file__).parents[1] / "fixtures" / "h200-linux" / "doctor.json"
+    out = tmp_path / "build.sh"
+    argv = ["review", str(FIXTURES / "rtx5070-cuda12.9.sh"), "--probe", str(probe)]
+    code = main([*argv, "--tree", str(tree), "--emit", "bash", "-o", str(out)])
+    capsys.readouterr()
+    assert code == 1  # the reviewed script has errors; the corrected one is written anyway
+    text = out.read_text()
+    assert "export TORCH_CUDA_ARCH_LIST=9.0" in text
+    assert "USE_PTHREADPOOL" not in text
+    assert "BUILD_CAFFE2" not in text
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).with_name("shellcheck"))
+    if Path(shellcheck).exists():
+        run = subprocess.run([shellcheck, str(out)], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout
+
+
+def test_emit_needs_a_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["review", str(FIXTURES / "rtx5070-cuda12.9.sh"), "--cc", "9.0", "--emit", "bash"])
+    assert code == 2
+    assert "--tree" in capsys.readouterr().err

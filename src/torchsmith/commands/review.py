@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from torchsmith.review import ReviewResult
+
 from torchsmith.commands.common import emit, json_option
-from torchsmith.errors import InputError
+from torchsmith.errors import InputError, UsageError
 
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 
@@ -30,6 +34,15 @@ MAX_SCRIPT_BYTES = 4 * 1024 * 1024
     type=click.Path(path_type=Path),
     help="The PyTorch source tree the script builds: check switches against its CMake files.",
 )
+@click.option(
+    "--emit",
+    "emit_shell",
+    type=click.Choice(["bash", "powershell", "cmd"]),
+    help="Also write the corrected build as a standalone script (needs --tree).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where --emit writes."
+)
 @json_option
 @click.pass_context
 def review(  # noqa: PLR0917 (click passes options positionally)
@@ -44,6 +57,8 @@ def review(  # noqa: PLR0917 (click passes options positionally)
     toolkits: tuple[str, ...],
     ram_gib: float | None,
     tree: Path | None,
+    emit_shell: str | None,
+    output: Path | None,
     as_json: bool,
 ) -> None:
     """Read a build script (cmd, PowerShell, bash, a cmake line, Markdown notes) and name
@@ -55,6 +70,10 @@ def review(  # noqa: PLR0917 (click passes options positionally)
     from torchsmith.review.checks import Target  # noqa: PLC0415
     from torchsmith.review.switches import from_knowledge, from_tree  # noqa: PLC0415
 
+    if emit_shell is not None and tree is None:
+        raise UsageError("--emit needs --tree: the source tree the script builds")
+    if emit_shell is not None and as_json and output is None:
+        raise UsageError("--emit with --json needs -o FILE for the script")
     text, name = read_script(file)
     kb = load_knowledge()
     switches = from_tree(tree) if tree is not None else from_knowledge()
@@ -80,8 +99,45 @@ def review(  # noqa: PLR0917 (click passes options positionally)
         tree=str(tree) if tree is not None else None,
     )
     emit("review", result, as_json=as_json, render=render_review)
+    if emit_shell is not None and tree is not None:
+        _emit_corrected(result, tree, probe_file, emit_shell, output)
     if result.errors:
         ctx.exit(1)
+
+
+def _emit_corrected(
+    result: ReviewResult, tree: Path, probe_file: Path | None, shell: str, output: Path | None
+) -> None:
+    """The last section's corrected configuration, prepared for ``tree`` on the target machine
+    (the live one or --probe FILE) exactly as `torchsmith build` would, written as a script."""
+    from torchsmith.build.options import BuildOptions  # noqa: PLC0415
+    from torchsmith.build.prepare import prepare  # noqa: PLC0415
+    from torchsmith.build.scripts import write_script  # noqa: PLC0415
+    from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
+
+    if result.machine.origin == "what-if":
+        raise UsageError(
+            "--emit needs the target machine itself: run it there, or pass --probe FILE "
+            "(torchsmith doctor --json) instead of what-if flags"
+        )
+    corrected = result.sections[-1].corrected
+    args = list(corrected.build_args[1:]) if corrected else []
+    ccs = tuple(args[i + 1] for i, a in enumerate(args) if a == "--cc")
+    sets = tuple(tuple(args[i + 1].split("=", 1)) for i, a in enumerate(args) if a == "--set")
+    jobs = next((int(args[i + 1]) for i, a in enumerate(args) if a == "--jobs"), None)
+    if probe_file is not None:
+        from torchsmith.probe.io import load_probe  # noqa: PLC0415
+
+        probe = load_probe(probe_file)
+    else:
+        from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
+
+        probe = collect_probe(None, disk_path=tree)
+    options = BuildOptions(targets=ccs, sets=sets, jobs=jobs)  # type: ignore[arg-type]
+    config = prepare(tree.resolve(), probe, load_knowledge(), options).config
+    text = write_script(config, shell, output)  # type: ignore[arg-type]
+    if output is None:
+        click.echo(text, nl=False)
 
 
 def read_script(file: str) -> tuple[str, str]:
@@ -118,8 +174,6 @@ def read_script(file: str) -> tuple[str, str]:
 def _ram_bytes(ram_gib: float | None, probe_file: Path | None, origin: str) -> int | None:
     if ram_gib is not None:
         if ram_gib <= 0:
-            from torchsmith.errors import UsageError  # noqa: PLC0415
-
             raise UsageError("--ram must be a positive number of GiB")
         return int(ram_gib * 2**30)
     if probe_file is not None:
