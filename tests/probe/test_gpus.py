@@ -498,6 +498,3 @@ class RegistryApi:
 
     def processor_cores(self) -> bytes | None:
         return None
-
-    def memory(self) -> tuple[int, int] | None:
-        return None

@@ -19,24 +19,25 @@ from torchsmith.probe.host import (
     detect_wsl,
     normalise_arch,
     parse_cpu_list,
+    parse_cpu_model,
     parse_os_release,
-    parse_proc_cpuinfo,
-    parse_proc_meminfo,
     probe_host,
 )
-from torchsmith.probe.host_macos import SYSCTL_KEYS, parse_sysctl, parse_vm_stat
+from torchsmith.probe.host_macos import SYSCTL_KEYS, parse_sysctl
 from torchsmith.probe.host_windows import (
     CoreRecord,
     RegistryValue,
+    hybrid_split,
     parse_processor_cores,
-    summarise_cores,
     windows_pretty,
 )
-from torchsmith.probe.machine_reader import ReplayMachine, result
+from torchsmith.probe.machine_reader import LiveMachine, ReplayMachine, Resources, result
 from torchsmith.probe.model import HostInfo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 GIB = 1 << 30
+# What psutil reported on this CI container (Debian 12 in Docker, 2 vCPU, 24 GiB).
+DEBIAN_RESOURCES = Resources(25_276_502_016, 24_438_771_712, cores_logical=2, cores_physical=2)
 
 
 def fixture(name: str) -> str:
@@ -47,10 +48,8 @@ def debian_files() -> dict[str, str]:
     return {
         "/etc/os-release": fixture("debian12-docker/os-release"),
         "/proc/cpuinfo": fixture("debian12-docker/cpuinfo"),
-        "/proc/meminfo": fixture("debian12-docker/meminfo"),
         "/proc/version": fixture("debian12-docker/version"),
         "/proc/1/cgroup": fixture("debian12-docker/proc1-cgroup"),
-        "/sys/devices/system/cpu/online": fixture("debian12-docker/cpu-online"),
         "/.dockerenv": "",
     }
 
@@ -70,18 +69,10 @@ def test_os_release_real_and_quoted() -> None:
     assert parse_os_release("# comment\nNAME='Arch Linux'\nBAD LINE\n") == {"NAME": "Arch Linux"}
 
 
-def test_meminfo_in_bytes() -> None:
-    mem = parse_proc_meminfo(fixture("debian12-docker/meminfo"))
-    assert mem["MemTotal"] == 24684092 * 1024
-    assert mem["MemAvailable"] <= mem["MemTotal"]
-    assert parse_proc_meminfo("HugePages_Total:       0\n") == {"HugePages_Total": 0}
-
-
-def test_cpuinfo_x86_and_arm() -> None:
-    x86 = parse_proc_cpuinfo(fixture("debian12-docker/cpuinfo"))
-    assert (x86.model, x86.logical, x86.physical) == ("AMD EPYC", 2, 2)
-    arm = parse_proc_cpuinfo(fixture("aarch64/cpuinfo"))
-    assert (arm.model, arm.logical, arm.physical) == ("ARM CPU part 0xd0c", 2, None)
+def test_cpu_model_x86_and_arm() -> None:
+    assert parse_cpu_model(fixture("debian12-docker/cpuinfo")) == "AMD EPYC"
+    assert parse_cpu_model(fixture("aarch64/cpuinfo")) == "ARM CPU part 0xd0c"
+    assert parse_cpu_model("") is None
 
 
 @pytest.mark.parametrize(
@@ -131,7 +122,12 @@ def test_container_detection(kw: dict[str, Any], kind: str | None) -> None:
 
 
 def test_linux_replay_of_this_container() -> None:
-    machine = ReplayMachine(files=debian_files(), release="6.18.44-fc-v657", free_bytes=80 * GIB)
+    machine = ReplayMachine(
+        files=debian_files(),
+        release="6.18.44-fc-v657",
+        resources_seen=DEBIAN_RESOURCES,
+        free_bytes=80 * GIB,
+    )
     with platforms.override("linux"):
         info = probe_host(Path("/work/build"), machine=machine)
     assert info == HostInfo(
@@ -143,8 +139,8 @@ def test_linux_replay_of_this_container() -> None:
         cpu_model="AMD EPYC",
         cores_physical=2,
         cores_logical=2,
-        ram_total_bytes=24684092 * 1024,
-        ram_available_bytes=parse_proc_meminfo(fixture("debian12-docker/meminfo"))["MemAvailable"],
+        ram_total_bytes=25_276_502_016,
+        ram_available_bytes=24_438_771_712,
         disk_path="/work/build",
         disk_free_bytes=80 * GIB,
         wsl=False,
@@ -175,10 +171,18 @@ def hybrid_topology(p_cores: int, e_cores: int) -> dict[str, str]:
 
 def test_linux_hybrid_cpu_counts_p_and_e_cores() -> None:
     files = {**hybrid_topology(8, 4), "/etc/os-release": fixture("ubuntu2404-wsl/os-release")}
+    counts = Resources(cores_logical=20, cores_physical=12)  # psutil's, for the same CPU
     with platforms.override("linux"):
-        info = probe_host(Path("/"), machine=ReplayMachine(files=files))
+        info = probe_host(Path("/"), machine=ReplayMachine(files=files, resources_seen=counts))
     assert (info.cores_physical, info.cores_logical) == (12, 20)
     assert (info.cores_performance, info.cores_efficiency) == (8, 4)
+
+
+def test_linux_without_hybrid_lists_has_no_p_e_split() -> None:
+    files = {k: v for k, v in hybrid_topology(8, 4).items() if "/cpu_atom/" not in k}
+    with platforms.override("linux"):
+        info = probe_host(Path("/"), machine=ReplayMachine(files=files))
+    assert (info.cores_performance, info.cores_efficiency) == (None, None)
 
 
 def test_wsl_ubuntu_replay() -> None:
@@ -186,7 +190,11 @@ def test_wsl_ubuntu_replay() -> None:
         "/etc/os-release": fixture("ubuntu2404-wsl/os-release"),
         "/proc/version": fixture("ubuntu2404-wsl/version"),
     }
-    machine = ReplayMachine(files=files, environ={"WSL_DISTRO_NAME": "Ubuntu-24.04"}, cpus=16)
+    machine = ReplayMachine(
+        files=files,
+        environ={"WSL_DISTRO_NAME": "Ubuntu-24.04"},
+        resources_seen=Resources(cores_logical=16),
+    )
     with platforms.override("linux"):
         info = probe_host(Path("/"), machine=machine)
     assert (info.os_pretty, info.os_version, info.wsl, info.container) == (
@@ -195,7 +203,7 @@ def test_wsl_ubuntu_replay() -> None:
         True,
         None,
     )
-    assert info.cores_logical == 16  # nothing else readable: os.cpu_count()
+    assert (info.cores_logical, info.cores_physical, info.ram_total_bytes) == (16, None, None)
 
 
 def test_missing_build_folder_measures_its_nearest_parent() -> None:
@@ -232,6 +240,21 @@ def test_a_reader_that_breaks_is_reported() -> None:
     assert info.error == "linux host details: RuntimeError: procfs exploded"
 
 
+def test_psutil_failure_is_reported_and_the_rest_kept() -> None:
+    class NoPsutil(ReplayMachine):
+        def resources(self) -> Resources:
+            raise PermissionError(13, "Permission denied")
+
+    with platforms.override("linux"):
+        info = probe_host(Path("/"), machine=NoPsutil(files=debian_files()))
+    assert (info.os_pretty, info.cpu_model, info.ram_total_bytes) == (
+        "Debian GNU/Linux 12 (bookworm)",
+        "AMD EPYC",
+        None,
+    )
+    assert info.error == "memory and CPU counts: PermissionError: [Errno 13] Permission denied"
+
+
 # ----------------------------------------------------------------------------- Windows
 
 
@@ -252,11 +275,10 @@ def i9_14900hx_buffer() -> bytes:
 class RecordedWindows:
     """A WindowsApi answering from registry.json and recorded kernel32 results."""
 
-    def __init__(self, cores: bytes | None, memory: tuple[int, int] | None) -> None:
+    def __init__(self, cores: bytes | None) -> None:
         data = json.loads(fixture("windows11-laptop/registry.json"))
         self.keys: dict[str, dict[str, RegistryValue]] = data
         self.cores = cores
-        self.mem = memory
 
     def registry_value(self, key: str, name: str) -> RegistryValue:
         return self.keys.get(key, {}).get(name)
@@ -267,17 +289,15 @@ class RecordedWindows:
     def processor_cores(self) -> bytes | None:
         return self.cores
 
-    def memory(self) -> tuple[int, int] | None:
-        return self.mem
-
 
 def test_processor_core_records_decode() -> None:
     cores = parse_processor_cores(i9_14900hx_buffer())
     assert cores[0] == CoreRecord(efficiency_class=1, logical=2)
     assert cores[-1] == CoreRecord(efficiency_class=0, logical=1)
-    assert summarise_cores(cores) == (24, 32, 8, 16)
+    assert (len(cores), sum(c.logical for c in cores)) == (24, 32)
+    assert hybrid_split(cores) == (8, 16)
     uniform = parse_processor_cores(b"".join(core_record(0, 0b11 << (2 * i)) for i in range(6)))
-    assert summarise_cores(uniform) == (6, 12, None, None)
+    assert hybrid_split(uniform) == (None, None)
     assert parse_processor_cores(b"\x00\x00") == ()
 
 
@@ -297,8 +317,9 @@ def test_windows_11_reports_itself_as_10(
 
 
 def test_windows_laptop_replay() -> None:
-    api = RecordedWindows(i9_14900hx_buffer(), (34_072_064_000, 21_474_836_480))
-    machine = ReplayMachine(arch="AMD64", free_bytes=412 * GIB)
+    api = RecordedWindows(i9_14900hx_buffer())
+    counts = Resources(34_072_064_000, 21_474_836_480, cores_logical=32, cores_physical=24)
+    machine = ReplayMachine(arch="AMD64", resources_seen=counts, free_bytes=412 * GIB)
     with platforms.override("windows"):
         info = probe_host(Path(r"C:\Users\ana\build"), machine=machine, windows_api=api)
     assert info == HostInfo(
@@ -320,10 +341,10 @@ def test_windows_laptop_replay() -> None:
 
 
 def test_windows_without_kernel32_answers_keeps_what_it_has() -> None:
-    machine = ReplayMachine(arch="ARM64", cpus=12)
+    machine = ReplayMachine(arch="ARM64", resources_seen=Resources(cores_logical=12))
     with platforms.override("windows"):
-        info = probe_host(Path("C:/"), machine=machine, windows_api=RecordedWindows(None, None))
-    assert (info.arch, info.cores_physical, info.cores_logical, info.ram_total_bytes) == (
+        info = probe_host(Path("C:/"), machine=machine, windows_api=RecordedWindows(None))
+    assert (info.arch, info.cores_physical, info.cores_logical, info.cores_performance) == (
         "aarch64",
         None,
         12,
@@ -339,7 +360,6 @@ def test_live_windows_api_fails_softly_off_windows() -> None:
     assert api.registry_value(host_windows.CURRENT_VERSION_KEY, "CurrentBuild") is None
     assert api.registry_subkeys(host_windows.DISPLAY_CLASS_KEY) == ()
     assert api.processor_cores() is None
-    assert api.memory() is None
 
 
 # ----------------------------------------------------------------------------- macOS
@@ -349,16 +369,22 @@ def mac_machine() -> ReplayMachine:
     sysctl_argv = ("sysctl", *SYSCTL_KEYS)
     commands: dict[tuple[str, ...], Any] = {
         sysctl_argv: result(sysctl_argv, stdout=fixture("macos-m3pro/sysctl.txt")),
-        ("vm_stat",): result(("vm_stat",), stdout=fixture("macos-m3pro/vm_stat.txt")),
     }
-    return ReplayMachine(commands=commands, arch="x86_64", mac_ver="15.1", release="24.1.0")
+    counts = Resources(36 * GIB, 17 * GIB, cores_logical=12, cores_physical=12)
+    return ReplayMachine(
+        commands=commands,
+        arch="x86_64",
+        mac_ver="15.1",
+        release="24.1.0",
+        resources_seen=counts,
+    )
 
 
 def test_macos_parsers() -> None:
     values = parse_sysctl(fixture("macos-m3pro/sysctl.txt"))
     assert values["machdep.cpu.brand_string"] == "Apple M3 Pro"
-    assert parse_vm_stat(fixture("macos-m3pro/vm_stat.txt")) == (62016 + 965433 + 31872) * 16384
-    assert parse_vm_stat("garbage") is None
+    assert values["hw.perflevel1.physicalcpu"] == "6"
+    assert parse_sysctl("garbage\nkern.osversion: 24B83\n") == {"kern.osversion": "24B83"}
 
 
 def test_macos_replay_under_rosetta_reports_the_real_arch() -> None:
@@ -372,8 +398,7 @@ def test_macos_replay_under_rosetta_reports_the_real_arch() -> None:
     )
     assert (info.cpu_model, info.cores_physical, info.cores_logical) == ("Apple M3 Pro", 12, 12)
     assert (info.cores_performance, info.cores_efficiency) == (6, 6)
-    assert info.ram_total_bytes == 36 * GIB
-    assert info.ram_available_bytes == (62016 + 965433 + 31872) * 16384
+    assert (info.ram_total_bytes, info.ram_available_bytes) == (36 * GIB, 17 * GIB)
 
 
 # ----------------------------------------------------------------------------- the real machine
@@ -392,8 +417,14 @@ def test_live_probe_host_matches_the_machine(tmp_path: Path) -> None:
     assert info.cores_physical is not None
     assert info.cores_logical is not None
     assert 0 < info.cores_physical <= info.cores_logical
-    meminfo = parse_proc_meminfo(Path("/proc/meminfo").read_text())
-    assert info.ram_total_bytes == meminfo["MemTotal"]
+    total_kib = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
+    assert info.ram_total_bytes == total_kib * 1024
+    assert info.ram_available_bytes is not None
+    assert 0 < info.ram_available_bytes <= info.ram_total_bytes
     assert info.disk_free_bytes is not None
     assert abs(info.disk_free_bytes - shutil.disk_usage(tmp_path).free) < GIB
     expected_container = (
@@ -403,3 +434,11 @@ def test_live_probe_host_matches_the_machine(tmp_path: Path) -> None:
     )
     assert info.container == expected_container
     assert elapsed < 1.0, f"probe_host took {elapsed:.3f}s"
+
+
+def test_live_machine_resources_are_psutil_on_any_os() -> None:
+    seen = LiveMachine().resources()
+    assert seen.ram_total_bytes is not None
+    assert seen.cores_logical == os.cpu_count()
+    assert seen.cores_physical is not None
+    assert 0 < seen.cores_physical <= seen.cores_logical

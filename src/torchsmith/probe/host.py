@@ -1,7 +1,9 @@
 """The host section of the probe: OS, CPU, memory, disk, WSL and container.
 
-One reader per operating system, dispatched on :func:`torchsmith.platforms.current_os`; each
-reads the machine only through a :class:`~torchsmith.probe.machine_reader.Machine` (and, on
+RAM and core counts come from psutil on every OS (through :meth:`Machine.resources`); one
+reader per operating system, dispatched on :func:`torchsmith.platforms.current_os`, adds what
+psutil does not know (OS name and build, CPU model, P/E cores, WSL, containers). Each reads
+the machine only through a :class:`~torchsmith.probe.machine_reader.Machine` (and, on
 Windows, a :class:`~torchsmith.probe.host_windows.WindowsApi`), so tests replay recordings.
 The parsers are pure functions of the text the OS gives.
 """
@@ -13,7 +15,6 @@ import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from torchsmith import platforms
@@ -59,31 +60,8 @@ def parse_os_release(text: str) -> dict[str, str]:
     return values
 
 
-def parse_proc_meminfo(text: str) -> dict[str, int]:
-    """``/proc/meminfo`` in bytes: ``{"MemTotal": 25276510208, "MemAvailable": ...}``."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        m = re.match(r"^([\w()]+):\s+(\d+)(?:\s+(kB))?\s*$", line)
-        if m:
-            values[m[1]] = int(m[2]) * (1024 if m[3] else 1)
-    return values
-
-
-@dataclass(frozen=True)
-class CpuInfo:
-    """What ``/proc/cpuinfo`` tells: the model and, where it lists them, cores and threads."""
-
-    model: str | None
-    logical: int
-    physical: int | None  # None when cpuinfo has no core ids (most ARM kernels)
-
-
-def parse_proc_cpuinfo(text: str) -> CpuInfo:
-    """``/proc/cpuinfo``: model name, logical CPUs, physical cores from (physical id, core id)."""
-    model: str | None = None
-    logical = 0
-    cores: set[tuple[str, str]] = set()
-    package = "0"
+def parse_cpu_model(text: str) -> str | None:
+    """The CPU model ``/proc/cpuinfo`` names (x86 ``model name``; ARM ``Hardware``/``CPU part``)."""
     arm_part: str | None = None
     for block in re.split(r"\n\s*\n", text):
         fields: dict[str, str] = {}
@@ -91,19 +69,12 @@ def parse_proc_cpuinfo(text: str) -> CpuInfo:
             key, sep, value = line.partition(":")
             if sep:
                 fields.setdefault(key.strip().lower(), value.strip())
-        if "processor" in fields and fields["processor"].isdigit():
-            logical += 1
-        package = fields.get("physical id", package)
-        if "core id" in fields:
-            cores.add((package, fields["core id"]))
         for key in ("model name", "cpu model", "hardware", "model"):
             value = fields.get(key)
-            if model is None and value and not value.isdigit():
-                model = value
+            if value and not value.isdigit():
+                return value
         arm_part = arm_part or fields.get("cpu part")
-    if model is None and arm_part:
-        model = f"ARM CPU part {arm_part}"
-    return CpuInfo(model=model, logical=logical, physical=len(cores) or None)
+    return f"ARM CPU part {arm_part}" if arm_part else None
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
@@ -172,47 +143,41 @@ def linux_pretty(os_release: Mapping[str, str]) -> tuple[str, str | None]:
 # ----------------------------------------------------------------------------- Linux reader
 
 
-def _linux_topology(m: Machine) -> tuple[int | None, int | None, int | None]:
-    """(physical cores, P cores, E cores) from sysfs topology; Nones where not exposed."""
-    root = "/sys/devices/system/cpu"
-    core_of: dict[int, str] = {}
-    for name in m.listdir(root):
-        if not re.fullmatch(r"cpu\d+", name):
-            continue
-        siblings = m.read_text(f"{root}/{name}/topology/core_cpus_list") or m.read_text(
-            f"{root}/{name}/topology/thread_siblings_list"
-        )
-        if siblings:
-            package = (m.read_text(f"{root}/{name}/topology/physical_package_id") or "").strip()
-            core_of[int(name[3:])] = f"{package}:{siblings.strip()}"
-    physical = len(set(core_of.values())) or None
+def _hybrid_cores(m: Machine) -> tuple[int | None, int | None]:
+    """(P cores, E cores) of an Intel hybrid CPU from sysfs; Nones elsewhere (psutil cannot tell).
+
+    The kernel lists the P and E logical CPUs; grouping them by their core's thread siblings
+    counts cores, not threads.
+    """
     p_cpus = parse_cpu_list(m.read_text("/sys/devices/cpu_core/cpus") or "")
     e_cpus = parse_cpu_list(m.read_text("/sys/devices/cpu_atom/cpus") or "")
-    if not (p_cpus and e_cpus and core_of):
-        return physical, None, None
+    if not (p_cpus and e_cpus):
+        return None, None
+    root = "/sys/devices/system/cpu"
+    core_of: dict[int, str] = {}
+    for cpu in p_cpus | e_cpus:
+        siblings = m.read_text(f"{root}/cpu{cpu}/topology/core_cpus_list") or m.read_text(
+            f"{root}/cpu{cpu}/topology/thread_siblings_list"
+        )
+        if siblings:
+            package = (m.read_text(f"{root}/cpu{cpu}/topology/physical_package_id") or "").strip()
+            core_of[cpu] = f"{package}:{siblings.strip()}"
     p_cores = len({core_of[c] for c in p_cpus if c in core_of})
     e_cores = len({core_of[c] for c in e_cpus if c in core_of})
-    return physical, p_cores or None, e_cores or None
+    return p_cores or None, e_cores or None
 
 
 def _read_linux(m: Machine, info: HostInfo) -> HostInfo:
     pretty, version = linux_pretty(parse_os_release(m.read_text("/etc/os-release") or ""))
-    cpu = parse_proc_cpuinfo(m.read_text("/proc/cpuinfo") or "")
-    physical, p_cores, e_cores = _linux_topology(m)
-    online = parse_cpu_list(m.read_text("/sys/devices/system/cpu/online") or "")
-    mem = parse_proc_meminfo(m.read_text("/proc/meminfo") or "")
+    p_cores, e_cores = _hybrid_cores(m)
     return dataclasses.replace(
         info,
         os_pretty=pretty,
         os_version=version,
         os_build=m.kernel_release() or None,
-        cpu_model=cpu.model,
-        cores_physical=physical or cpu.physical,
-        cores_logical=len(online) or cpu.logical or m.cpu_count(),
+        cpu_model=parse_cpu_model(m.read_text("/proc/cpuinfo") or ""),
         cores_performance=p_cores,
         cores_efficiency=e_cores,
-        ram_total_bytes=mem.get("MemTotal"),
-        ram_available_bytes=mem.get("MemAvailable", mem.get("MemFree")),
         wsl=detect_wsl(m.read_text("/proc/version"), m.env),
         container=detect_container(
             env=m.env,
@@ -249,7 +214,7 @@ def probe_host(
     except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
         errors.append(f"CPU architecture: {type(exc).__name__}: {exc}")
         arch = "unknown"
-    base = HostInfo(os=os_name, os_pretty=os_name, arch=arch)
+    base = _with_resources(m, HostInfo(os=os_name, os_pretty=os_name, arch=arch), errors)
     try:
         info = readers[os_name](m, base)
     except Exception as exc:  # a probe reports, it never raises
@@ -257,9 +222,23 @@ def probe_host(
         errors.append(f"{os_name} host details: {type(exc).__name__}: {exc}")
         info = base
     info = _with_disk(m, info, disk_path, errors)
-    if info.cores_logical is None:
-        info = dataclasses.replace(info, cores_logical=m.cpu_count())
     return dataclasses.replace(info, error="; ".join(errors) or None)
+
+
+def _with_resources(m: Machine, info: HostInfo, errors: list[str]) -> HostInfo:
+    """RAM and core counts, the same way on every OS (psutil); the OS readers add the rest."""
+    try:
+        seen = m.resources()
+    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+        errors.append(f"memory and CPU counts: {type(exc).__name__}: {exc}")
+        return info
+    return dataclasses.replace(
+        info,
+        ram_total_bytes=seen.ram_total_bytes,
+        ram_available_bytes=seen.ram_available_bytes,
+        cores_logical=seen.cores_logical,
+        cores_physical=seen.cores_physical,
+    )
 
 
 def _with_disk(m: Machine, info: HostInfo, disk_path: Path, errors: list[str]) -> HostInfo:

@@ -1,18 +1,18 @@
-"""macOS host details: one ``sysctl`` call and one ``vm_stat`` call, parsed by pure functions."""
+"""macOS host details: one ``sysctl`` call, parsed by a pure function.
+
+RAM and core counts come from psutil (:meth:`Machine.resources`); sysctl is asked only for what
+psutil does not know: the chip, the P/E split (perflevels), arm64 under Rosetta, the OS build.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from torchsmith.errors import ToolError
 from torchsmith.probe.machine_reader import Machine
 from torchsmith.probe.model import HostInfo
 
 SYSCTL_KEYS = (
-    "hw.memsize",
-    "hw.physicalcpu",
-    "hw.logicalcpu",
     "machdep.cpu.brand_string",
     "hw.perflevel0.physicalcpu",
     "hw.perflevel1.physicalcpu",
@@ -32,20 +32,6 @@ def parse_sysctl(text: str) -> dict[str, str]:
     return values
 
 
-def parse_vm_stat(text: str) -> int | None:
-    """Bytes of memory available for new work: free + inactive + speculative pages."""
-    size = re.search(r"page size of (\d+) bytes", text)
-    if not size:
-        return None
-    pages: dict[str, int] = {}
-    for m in re.finditer(r"^Pages ([\w -]+):\s+(\d+)\.?\s*$", text, re.MULTILINE):
-        pages[m[1].strip()] = int(m[2])
-    wanted = ("free", "inactive", "speculative")
-    if not any(k in pages for k in wanted):
-        return None
-    return sum(pages.get(k, 0) for k in wanted) * int(size[1])
-
-
 def _int(values: dict[str, str], key: str) -> int | None:
     value = values.get(key, "")
     return int(value) if value.isdigit() else None
@@ -58,10 +44,6 @@ def read_macos(m: Machine, info: HostInfo) -> HostInfo:
         values = parse_sysctl(m.run(["sysctl", *SYSCTL_KEYS], timeout=_TIMEOUT_S).stdout)
     except ToolError:
         values = {}
-    try:
-        available = parse_vm_stat(m.run(["vm_stat"], timeout=_TIMEOUT_S).stdout)
-    except ToolError:
-        available = None
     version = m.mac_version() or None
     p_cores = _int(values, "hw.perflevel0.physicalcpu")
     e_cores = _int(values, "hw.perflevel1.physicalcpu")
@@ -73,10 +55,6 @@ def read_macos(m: Machine, info: HostInfo) -> HostInfo:
         os_build=values.get("kern.osversion"),
         arch=arch,
         cpu_model=values.get("machdep.cpu.brand_string"),
-        cores_physical=_int(values, "hw.physicalcpu"),
-        cores_logical=_int(values, "hw.logicalcpu") or m.cpu_count(),
         cores_performance=p_cores if e_cores else None,
         cores_efficiency=e_cores,
-        ram_total_bytes=_int(values, "hw.memsize"),
-        ram_available_bytes=available,
     )

@@ -1,4 +1,7 @@
-"""Windows host details: the registry and two kernel32 calls, behind :class:`WindowsApi`.
+"""Windows host details: the registry and one kernel32 call, behind :class:`WindowsApi`.
+
+RAM and core counts come from psutil (:meth:`Machine.resources`); kernel32 is asked only for
+what psutil does not know, the efficiency class of each core (P and E cores).
 
 Everything Windows-only (``winreg``, ``ctypes.windll``) lives in :class:`LiveWindowsApi` and is
 imported when first used; the rest are pure functions tested on any OS with recorded values.
@@ -33,9 +36,6 @@ class WindowsApi(Protocol):
 
     def processor_cores(self) -> bytes | None:
         """The raw GetLogicalProcessorInformationEx(RelationProcessorCore) buffer."""
-
-    def memory(self) -> tuple[int, int] | None:
-        """(total, available) physical memory in bytes, from GlobalMemoryStatusEx."""
 
 
 def windows_pretty(product_name: str | None, build: int | None, edition: str | None) -> str:
@@ -85,20 +85,14 @@ def parse_processor_cores(buf: bytes) -> tuple[CoreRecord, ...]:
     return tuple(cores)
 
 
-def summarise_cores(
-    cores: tuple[CoreRecord, ...],
-) -> tuple[int | None, int | None, int | None, int | None]:
-    """(physical, logical, performance, efficiency); P/E only on hybrid CPUs."""
-    if not cores:
-        return None, None, None, None
-    physical = len(cores)
-    logical = sum(c.logical for c in cores) or None
+def hybrid_split(cores: tuple[CoreRecord, ...]) -> tuple[int | None, int | None]:
+    """(P cores, E cores) on a hybrid CPU (two efficiency classes or more); Nones otherwise."""
     classes = {c.efficiency_class for c in cores}
     if len(classes) < 2:
-        return physical, logical, None, None
+        return None, None
     top = max(classes)
     p_cores = sum(1 for c in cores if c.efficiency_class == top)
-    return physical, logical, p_cores, physical - p_cores
+    return p_cores, len(cores) - p_cores
 
 
 def read_windows(m: Machine, info: HostInfo, api: WindowsApi | None = None) -> HostInfo:
@@ -111,8 +105,7 @@ def read_windows(m: Machine, info: HostInfo, api: WindowsApi | None = None) -> H
     edition = w.registry_value(CURRENT_VERSION_KEY, "EditionID")
     cpu = w.registry_value(CPU_KEY, "ProcessorNameString")
     buf = w.processor_cores()
-    physical, logical, p_cores, e_cores = summarise_cores(parse_processor_cores(buf) if buf else ())
-    memory = w.memory()
+    p_cores, e_cores = hybrid_split(parse_processor_cores(buf) if buf else ())
     return dataclasses.replace(
         info,
         os_pretty=windows_pretty(
@@ -123,12 +116,8 @@ def read_windows(m: Machine, info: HostInfo, api: WindowsApi | None = None) -> H
         os_version=f"10.0.{build}" if build is not None else None,
         os_build=(f"{build}.{ubr}" if isinstance(ubr, int) else str(build)) if build else None,
         cpu_model=cpu.strip() if isinstance(cpu, str) and cpu.strip() else None,
-        cores_physical=physical,
-        cores_logical=logical or m.cpu_count(),
         cores_performance=p_cores,
         cores_efficiency=e_cores,
-        ram_total_bytes=memory[0] if memory else None,
-        ram_available_bytes=memory[1] if memory else None,
     )
 
 
@@ -178,30 +167,5 @@ class LiveWindowsApi:
             ):
                 return None
             return buf.raw[: size.value]
-        except (OSError, AttributeError):
-            return None
-
-    def memory(self) -> tuple[int, int] | None:
-        import ctypes  # noqa: PLC0415 - Windows only, kept off the import path elsewhere
-
-        class MemoryStatusEx(ctypes.Structure):
-            _fields_ = [
-                ("dwLength", ctypes.c_ulong),
-                ("dwMemoryLoad", ctypes.c_ulong),
-                ("ullTotalPhys", ctypes.c_ulonglong),
-                ("ullAvailPhys", ctypes.c_ulonglong),
-                ("ullTotalPageFile", ctypes.c_ulonglong),
-                ("ullAvailPageFile", ctypes.c_ulonglong),
-                ("ullTotalVirtual", ctypes.c_ulonglong),
-                ("ullAvailVirtual", ctypes.c_ulonglong),
-                ("ullAvailExtendedVirtual", ctypes.c_ulonglong),
-            ]
-
-        try:
-            status = MemoryStatusEx()
-            status.dwLength = ctypes.sizeof(MemoryStatusEx)
-            if not self._kernel32().GlobalMemoryStatusEx(ctypes.byref(status)):
-                return None
-            return int(status.ullTotalPhys), int(status.ullAvailPhys)
         except (OSError, AttributeError):
             return None

@@ -17,10 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import psutil
+
 from torchsmith.util import cmd
 from torchsmith.util.cmd import CommandNotFoundError, CommandResult
 
 _READ_LIMIT = 4 << 20  # no probed text file is larger; /proc files report size 0
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Memory and CPU counts as psutil reports them; None where it cannot tell."""
+
+    ram_total_bytes: int | None = None
+    ram_available_bytes: int | None = None
+    cores_logical: int | None = None
+    cores_physical: int | None = None
 
 
 class Machine(Protocol):
@@ -53,7 +65,8 @@ class Machine(Protocol):
     def mac_version(self) -> str:
         """``platform.mac_ver()[0]``; empty off macOS."""
 
-    def cpu_count(self) -> int | None: ...
+    def resources(self) -> Resources:
+        """RAM and core counts (psutil on the real machine, on every OS)."""
 
     def disk_free(self, path: str) -> int:
         """Free bytes at ``path``; raises OSError."""
@@ -104,11 +117,31 @@ class LiveMachine:
     def mac_version(self) -> str:
         return platform.mac_ver()[0]
 
-    def cpu_count(self) -> int | None:
-        return os.cpu_count()
+    def resources(self) -> Resources:
+        total: int | None = None
+        available: int | None = None
+        try:
+            memory = psutil.virtual_memory()
+            total, available = int(memory.total), int(memory.available)
+        except (OSError, RuntimeError, psutil.Error):
+            pass
+        return Resources(
+            ram_total_bytes=total,
+            ram_available_bytes=available,
+            cores_logical=_cpu_count(logical=True),
+            cores_physical=_cpu_count(logical=False),
+        )
 
     def disk_free(self, path: str) -> int:
-        return shutil.disk_usage(path).free
+        return int(psutil.disk_usage(path).free)
+
+
+def _cpu_count(*, logical: bool) -> int | None:
+    """psutil's count, None where the OS does not say (it answers None, or fails)."""
+    try:
+        return psutil.cpu_count(logical=logical) or None
+    except (OSError, RuntimeError, psutil.Error):
+        return None
 
 
 @dataclass
@@ -128,7 +161,7 @@ class ReplayMachine:
     arch: str = "x86_64"
     release: str = "6.8.0-45-generic"
     mac_ver: str = ""
-    cpus: int | None = None
+    resources_seen: Resources = field(default_factory=Resources)
     free_bytes: int | Exception = 100 << 30
     ran: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -174,8 +207,8 @@ class ReplayMachine:
     def mac_version(self) -> str:
         return self.mac_ver
 
-    def cpu_count(self) -> int | None:
-        return self.cpus
+    def resources(self) -> Resources:
+        return self.resources_seen
 
     def disk_free(self, path: str) -> int:
         if isinstance(self.free_bytes, Exception):
