@@ -181,6 +181,22 @@ def test_bash_quotes_prefix_assignments_and_comments() -> None:
     assert section.commands[0].argv == ("python", "setup.py", "develop", "/usr/local/cuda-12.8")
 
 
+def test_escaped_dollar_stays_literal_inside_double_quotes() -> None:
+    text = 'export CUDA_HOME=/opt/cuda\ncmake "-DA=\\$CUDA_HOME" "-DB=$CUDA_HOME" \\$CUDA_HOME\n'
+    assert parse_section(text, "bash").commands[0].argv == (
+        "cmake",
+        "-DA=$CUDA_HOME",
+        "-DB=/opt/cuda",
+        "$CUDA_HOME",
+    )
+    ps = '$env:CUDA_HOME = "C:\\cuda"\ncmake "-DA=`$env:CUDA_HOME" "-DB=$env:CUDA_HOME"\n'
+    assert parse_section(ps, "powershell").commands[0].argv == (
+        "cmake",
+        "-DA=$env:CUDA_HOME",
+        "-DB=C:\\cuda",
+    )
+
+
 def test_unbalanced_quote_is_a_finding_not_a_crash(capsys: pytest.CaptureFixture[str]) -> None:
     section = parse_section('cmake "-DA=1 -DB=2\nset X=1\n', "cmd")
     assert section.problems == ((1, "unbalanced double quote"),)

@@ -349,9 +349,15 @@ def _single_quoted(text: str, start: int, rules: _Quoting) -> tuple[str, int]:
         end += 1
 
 
-def _double_quoted(text: str, start: int, rules: _Quoting) -> tuple[str, int]:
-    """The text of "..." starting at ``start`` (escapes applied, not expanded), index after it."""
+def _double_quoted(
+    text: str, start: int, rules: _Quoting, expand: Callable[[str], str]
+) -> tuple[str, int]:
+    """The text of "..." starting at ``start``, and the index after it.
+
+    Variables are expanded, except where an escape made a character literal (``"\\$HOME"``).
+    """
     out: list[str] = []
+    run: list[str] = []  # unescaped text, expanded when an escape or the closing quote ends it
     end = start + 1
     while True:
         if end >= len(text):
@@ -359,12 +365,15 @@ def _double_quoted(text: str, start: int, rules: _Quoting) -> tuple[str, int]:
         ch = text[end]
         escapable = rules.dq_escapable is None or text[end + 1 : end + 2] in rules.dq_escapable
         if ch == rules.escape and end + 1 < len(text) and escapable:
+            out.append(expand("".join(run)))
+            run = []
             out.append(text[end + 1])
             end += 2
             continue
         if ch == '"':
+            out.append(expand("".join(run)))
             return "".join(out), end + 1
-        out.append(ch)
+        run.append(ch)
         end += 1
 
 
@@ -381,8 +390,8 @@ def _words(text: str, rules: _Quoting, expand: Callable[[str], str]) -> list[str
             chunk, i = _single_quoted(text, i, rules)
             current.append(chunk)
         elif ch == '"':
-            chunk, i = _double_quoted(text, i, rules)
-            current.append(expand(chunk))
+            chunk, i = _double_quoted(text, i, rules, expand)
+            current.append(chunk)
         elif ch == rules.escape and i + 1 < len(text):
             current.append(text[i + 1])
             i += 2
