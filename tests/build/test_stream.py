@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from torchsmith.util import cmd
 from torchsmith.util.cmd import CommandNotFoundError
 from torchsmith.util.stream import split_lines, stream
 
@@ -58,6 +59,17 @@ def test_stream_failure_keeps_exit_code(tmp_path: Path) -> None:
 def test_stream_missing_program() -> None:
     with pytest.raises(CommandNotFoundError):
         stream(["/nonexistent/cc"])
+
+
+@pytest.mark.parametrize("content", [b"", b"\x7fELF garbage, not a program"])
+def test_a_file_that_is_no_program_is_a_one_line_error(tmp_path: Path, content: bytes) -> None:
+    fake = tmp_path / "nvcc"
+    fake.write_bytes(content)
+    fake.chmod(0o755)
+    with pytest.raises(CommandNotFoundError, match=r"^nvcc: (cannot be started|not executable)"):
+        stream([str(fake)])
+    with pytest.raises(CommandNotFoundError, match=r"^nvcc: (cannot be started|not executable)"):
+        cmd.run([str(fake)])
 
 
 def test_peak_rss_counts_the_process_tree() -> None:

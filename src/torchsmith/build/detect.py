@@ -8,6 +8,7 @@ from typing import Literal
 
 from torchsmith.build.model import Project
 from torchsmith.errors import InputError
+from torchsmith.util.inputs import read_text_head
 
 BuildSystem = Literal["setup.py", "pyproject", "cmake"]
 _MAX_READ = 512 * 1024
@@ -28,11 +29,7 @@ _BUILD_BACKEND = re.compile(r"^\s*build-backend\s*=", re.MULTILINE)
 
 
 def _read(path: Path) -> str:
-    try:
-        with path.open("rb") as f:
-            return f.read(_MAX_READ).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    return read_text_head(path, _MAX_READ)
 
 
 def _version_txt(root: Path) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -243,15 +244,11 @@ def _run_step(
     on_line: Callable[[str], None] | None,
 ) -> StreamResult:
     env = {**os.environ, **config.env, **step.env}
+    run = functools.partial(
+        stream, step.argv, log_path=log_path, env=env, cwd=step.cwd, timeout=timeout_s
+    )
     if console is None:
-        return stream(
-            step.argv,
-            log_path=log_path,
-            on_line=on_line,
-            env=env,
-            cwd=step.cwd,
-            timeout=timeout_s,
-        )
+        return run(on_line=on_line)
     from torchsmith.build.progress import BuildProgress  # noqa: PLC0415
 
     console.print(f"[bold]{step.name}[/]: {cmd.display(step.argv)}", soft_wrap=True)
@@ -263,14 +260,7 @@ def _run_step(
             if on_line is not None:
                 on_line(line)
 
-        return stream(
-            step.argv,
-            log_path=log_path,
-            on_line=show,
-            env=env,
-            cwd=step.cwd,
-            timeout=timeout_s,
-        )
+        return run(on_line=show)
 
 
 def _step_result(name: str, result: StreamResult) -> StepResult:

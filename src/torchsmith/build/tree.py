@@ -17,6 +17,7 @@ from pathlib import Path
 from torchsmith.build.model import BuildConfig, Project
 from torchsmith.errors import ToolError
 from torchsmith.util import cmd
+from torchsmith.util.inputs import read_text_head
 
 _MAX_READ = 4 * 1024 * 1024
 _CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+\-]*)(?::[A-Z_]+)?=(.*)$")
@@ -219,11 +220,7 @@ def _submodules(root: Path) -> tuple[tuple[Submodule, ...], str | None]:
 
 
 def _read(path: Path) -> str:
-    try:
-        with path.open("rb") as f:
-            return f.read(_MAX_READ).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    return read_text_head(path, _MAX_READ)
 
 
 def _first(pattern: re.Pattern[str], text: str) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from torchsmith.build.model import BuildConfig
-from torchsmith.commands.common import console, emit, json_option
+from torchsmith.commands.common import console, emit, emit_options, json_option
 from torchsmith.errors import InputError, UsageError
 
 
@@ -102,15 +102,7 @@ def log_dir() -> Path:
     is_flag=True,
     help="First remove the tree's build outputs (what `torchsmith clean` lists; never sources).",
 )
-@click.option(
-    "--emit",
-    "emit_shell",
-    type=click.Choice(["bash", "powershell", "cmd"]),
-    help="Write a standalone script of this build instead of running it.",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where --emit writes."
-)
+@emit_options("Write a standalone script of this build instead of running it.")
 @click.option("--dry-run", is_flag=True, help="Show configuration, preflight and commands only.")
 @click.option("--force", is_flag=True, help="Build even when preflight finds errors.")
 @json_option

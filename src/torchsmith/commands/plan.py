@@ -6,47 +6,13 @@ from pathlib import Path
 
 import click
 
-from torchsmith.commands.common import emit, json_option
+from torchsmith.commands.common import emit, json_option, target_options
 
 
 @click.command()
-@click.option(
-    "--probe",
-    "probe_file",
-    type=click.Path(path_type=Path),
-    help="Plan for a probe file (doctor --json) instead of this machine.",
-)
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    metavar="NAME",
-    help='GPU name as nvidia-smi prints it (repeatable; "none" for no GPU).',
-)
-@click.option(
-    "--cc", "ccs", multiple=True, metavar="X.Y", help="A GPU by compute capability (repeatable)."
-)
-@click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 581.57.")
-@click.option(
-    "--os",
-    "os_name",
-    type=click.Choice(["linux", "windows", "macos"]),
-    help="Plan for another OS (the live machine is not probed).",
-)
+@target_options
 @click.option(
     "--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), help="CPU architecture."
-)
-@click.option(
-    "--python",
-    metavar="X.Y|PATH",
-    help="Python version (3.13t: free-threaded), or an interpreter to probe.",
-)
-@click.option(
-    "--cuda-toolkit",
-    "toolkits",
-    multiple=True,
-    metavar="X.Y",
-    help="Installed CUDA toolkit (repeatable).",
 )
 @click.option(
     "--torch",

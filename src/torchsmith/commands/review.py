@@ -11,7 +11,7 @@ import click
 if TYPE_CHECKING:
     from torchsmith.review import ReviewResult
 
-from torchsmith.commands.common import emit, json_option
+from torchsmith.commands.common import emit, emit_options, json_option, target_options
 from torchsmith.errors import InputError, UsageError
 
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
@@ -19,30 +19,14 @@ MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 
 @click.command()
 @click.argument("file", metavar="FILE|-")
-@click.option(
-    "--probe", "probe_file", type=click.Path(path_type=Path), help="Review for a probe file."
-)
-@click.option("--gpu", "gpus", multiple=True, metavar="NAME", help="A target GPU (repeatable).")
-@click.option("--cc", "ccs", multiple=True, metavar="X.Y", help="A target compute capability.")
-@click.option("--os", "os_name", type=click.Choice(["linux", "windows", "macos"]))
-@click.option("--driver", metavar="VERSION", help="NVIDIA driver version of the target.")
-@click.option("--python", metavar="X.Y|PATH", help="Target Python version or interpreter.")
-@click.option("--cuda-toolkit", "toolkits", multiple=True, metavar="X.Y")
+@target_options
 @click.option("--ram", "ram_gib", type=float, metavar="GIB", help="The target's RAM in GiB.")
 @click.option(
     "--tree",
     type=click.Path(path_type=Path),
     help="The PyTorch source tree the script builds: check switches against its CMake files.",
 )
-@click.option(
-    "--emit",
-    "emit_shell",
-    type=click.Choice(["bash", "powershell", "cmd"]),
-    help="Also write the corrected build as a standalone script (needs --tree).",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where --emit writes."
-)
+@emit_options("Also write the corrected build as a standalone script (needs --tree).")
 @json_option
 @click.pass_context
 def review(  # noqa: PLR0917 (click passes options positionally)

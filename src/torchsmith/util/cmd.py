@@ -77,6 +77,38 @@ def which(name: str, path: str | None = None) -> str | None:
     return shutil.which(name, path=path)
 
 
+def spawn(
+    args: tuple[str, ...],
+    *,
+    stdin: int,
+    stderr: int,
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> subprocess.Popen[bytes]:
+    """Start ``args`` with stdout piped, in its own process group (POSIX), never via a shell.
+
+    Raises CommandNotFoundError for every way a program can fail to start (missing, not
+    executable, not a program this OS can run).
+    """
+    tool = Path(args[0]).name if args else "?"
+    try:
+        return subprocess.Popen(
+            args,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            cwd=cwd,
+            start_new_session=os.name == "posix",
+        )
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise CommandNotFoundError(f"{tool}: not found ({args[0]})") from exc
+    except PermissionError as exc:
+        raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
+    except OSError as exc:
+        raise CommandNotFoundError(f"{tool}: cannot be started: {exc.strerror or exc}") from exc
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -94,22 +126,13 @@ def run(
     tool = Path(args[0]).name if args else "?"
     log.debug("run: %s (timeout %.1fs)", display(args), timeout)
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            start_new_session=os.name == "posix",
-        )
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise CommandNotFoundError(f"{tool}: not found ({args[0]})") from exc
-    except PermissionError as exc:
-        raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
-    except OSError as exc:
-        raise CommandNotFoundError(f"{tool}: cannot be started: {exc.strerror or exc}") from exc
+    proc = spawn(
+        args,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
     try:
         out, err = proc.communicate(input=stdin, timeout=timeout)
     except KeyboardInterrupt:

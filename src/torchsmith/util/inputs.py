@@ -5,7 +5,8 @@ block forever or never end, such as a FIFO with no writer or ``/dev/zero``) with
 ``read_input`` reads a whole small file (probe files, JSON) and refuses one past its cap without
 reading past the cap; ``open_input`` opens one for streaming (logs, binaries). Every OSError on the
 path (too long a name, permission, EIO from ``/proc/self/mem``) becomes an InputError (exit 3).
-Stdin (``-``) is not a path: the log reader reads it as a stream itself.
+Stdin (``-``) is not a path: the log reader reads it as a stream itself. ``read_text_head``
+reads a file the code looks for itself (inside a source tree), where absent means empty.
 """
 
 from __future__ import annotations
@@ -109,3 +110,18 @@ def read_input(path: str | os.PathLike[str], limit: int, what: str = "input") ->
     if len(data) > limit:  # it grew, or /proc-like files that report size 0
         raise InputError(f"{_label(what, shown(path))} is more than the {limit} bytes this reads")
     return data
+
+
+def read_text_head(path: Path, limit: int) -> str:
+    """The first ``limit`` bytes of a regular file as text; "" when absent, unreadable or special.
+
+    For files torchsmith looks for itself (setup.py, CMakeCache.txt in a tree), where a missing
+    file is an answer, not an error; a FIFO or device in their place is never opened.
+    """
+    try:
+        if not path.is_file():
+            return ""
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return ""

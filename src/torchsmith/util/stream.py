@@ -27,7 +27,7 @@ from typing import IO, Literal
 
 import psutil
 
-from torchsmith.util.cmd import CommandNotFoundError, decode, display, signal_group
+from torchsmith.util.cmd import decode, display, signal_group, spawn
 
 StreamStatus = Literal["succeeded", "failed", "interrupted"]
 LineCallback = Callable[[str], None]
@@ -143,7 +143,6 @@ def stream(
     Raises CommandNotFoundError when the program cannot be started.
     """
     args = tuple(str(a) for a in argv)
-    tool = Path(args[0]).name if args else "?"
     full_env = dict(os.environ if env is None else env)
     full_env.update(env_overlay or {})
     log_file: IO[str] | None = None
@@ -158,20 +157,9 @@ def stream(
             _close(log_file)
         return StreamResult(args, "failed", None, 0.0, 0, 0, _disk_message(exc))
     try:
-        try:
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=full_env,
-                cwd=cwd,
-                start_new_session=os.name == "posix",
-            )
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            raise CommandNotFoundError(f"{tool}: not found ({args[0]})") from exc
-        except PermissionError as exc:
-            raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
+        proc = spawn(
+            args, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=full_env, cwd=cwd
+        )
         return _follow(
             proc,
             args,
