@@ -16,6 +16,7 @@ from torchsmith.build import clean as clean_mod
 from torchsmith.build.clean import execute_clean, file_holders, plan_clean
 from torchsmith.cli import main
 from torchsmith.errors import InputError, UsageError
+from torchsmith.ledger import Ledger
 
 
 def git(tree: Path, *args: str) -> None:
@@ -173,6 +174,35 @@ def test_cli_lists_then_deletes_with_yes(
     assert done["result"]["bytes_freed"] > 0
     assert not (tree / "build" / "obj").exists()
     assert (outside / "canary.txt").exists()
+    (recorded,) = Ledger().list(kind="clean")  # only --yes is recorded, listing is not
+    assert (recorded.status, recorded.tree) == ("succeeded", str(tree.resolve()))
+    assert recorded.result["removed"] == done["result"]["removed"]
+    assert recorded.result["reason"].startswith(f"removed {len(done['result']['removed'])} ")
+    assert {e["path"] for e in recorded.config["entries"]} >= set(done["result"]["removed"])
+
+
+def test_failed_and_interrupted_cleans_are_recorded(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
+    plan = plan_clean(tree, "cmake")
+    ledger = Ledger()
+
+    def interrupt(path: Path) -> list[tuple[Path, str]]:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(clean_mod, "_remove", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            execute_clean(plan, confirmed=True, ledger=ledger)
+        patch.setattr(clean_mod, "_remove", lambda path: [(path, "held open")])
+        failed = execute_clean(plan, confirmed=True, ledger=ledger)
+    assert not failed.ok
+    assert [a.status for a in ledger.list(kind="clean")] == ["failed", "interrupted"]
+    assert ledger.list(kind="clean")[0].result["reason"] == (
+        "removed 0 entries (0.0 MiB); 1 could not be removed: build: held open"
+    )
+    assert (tree / "build" / "CMakeCache.txt").exists()
 
 
 def test_cli_missing_tree_one_line(capsys: pytest.CaptureFixture[str]) -> None:

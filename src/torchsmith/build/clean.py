@@ -11,7 +11,8 @@ symlink out of the tree is removed as a link and never followed.
 
 :func:`execute_clean` is the executor: it deletes only when told the user confirmed, re-checks
 containment, never follows a symlink, makes read-only files and folders writable and retries,
-and on Windows names the process holding a file open where psutil can tell.
+and on Windows names the process holding a file open where psutil can tell. Given the ledger,
+it records the clean as an attempt of kind ``clean`` (what was listed, what went, what failed).
 """
 
 from __future__ import annotations
@@ -21,11 +22,16 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchsmith import platforms
 from torchsmith.build.model import ProjectKind
 from torchsmith.errors import InputError, UsageError
 from torchsmith.util import cmd
+from torchsmith.util.serialize import to_jsonable
+
+if TYPE_CHECKING:
+    from torchsmith.ledger import Ledger
 
 BUILD_DIR_NAMES = ("build", "dist", "_skbuild", "cmake-build-debug", "cmake-build-release")
 PYTHON_KINDS: tuple[str, ...] = ("pytorch", "torchvision", "torchaudio", "cpp_extension")
@@ -73,6 +79,14 @@ class CleanResult:
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    def summary(self) -> str:
+        """One line: what went, and the first thing that could not go."""
+        line = f"removed {len(self.removed)} entries ({self.bytes_freed / 2**20:.1f} MiB)"
+        if self.failed:
+            first = self.failed[0]
+            line += f"; {len(self.failed)} could not be removed: {first.path}: {first.message}"
+        return line
 
 
 # -- planning -----------------------------------------------------------------------------------
@@ -241,8 +255,12 @@ def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
 
 
 # -- executing ----------------------------------------------------------------------------------
-def execute_clean(plan: CleanPlan, *, confirmed: bool) -> CleanResult:
-    """Delete the plan's entries; refuses without ``confirmed`` (the CLI's --yes)."""
+def execute_clean(plan: CleanPlan, *, confirmed: bool, ledger: Ledger | None = None) -> CleanResult:
+    """Delete the plan's entries; refuses without ``confirmed`` (the CLI's --yes).
+
+    With ``ledger`` the clean is recorded: succeeded, failed (some entries could not be
+    removed) or interrupted (Ctrl-C part-way; what went is in the tree, not in the record).
+    """
     if not confirmed:
         raise UsageError(
             "nothing deleted: cleaning needs confirmation",
@@ -253,6 +271,32 @@ def execute_clean(plan: CleanPlan, *, confirmed: bool) -> CleanResult:
         raise InputError(
             f"{root}: no write permission on the tree", tip="clean as the tree's owner"
         )
+    if ledger is None:
+        return _delete(plan, root)
+    attempt = ledger.start(
+        "clean",
+        config={
+            "in_git": plan.in_git,
+            "entries": plan.entries,
+            "bytes": sum(e.bytes for e in plan.entries),
+        },
+        command=("torchsmith", "clean", "--yes", plan.tree),
+        tree=plan.tree,
+    )
+    try:
+        result = _delete(plan, root)
+    except BaseException:
+        ledger.finish(attempt, status="interrupted")
+        raise
+    ledger.finish(
+        attempt,
+        status="succeeded" if result.ok else "failed",
+        result={**to_jsonable(result), "reason": result.summary()},
+    )
+    return result
+
+
+def _delete(plan: CleanPlan, root: Path) -> CleanResult:
     removed: list[str] = []
     failed: list[CleanFailure] = []
     freed = 0

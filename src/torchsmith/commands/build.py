@@ -47,11 +47,12 @@ def _clean(tree: Path, as_json: bool) -> None:
     from torchsmith.build.clean import execute_clean, plan_clean  # noqa: PLC0415
     from torchsmith.build.detect import detect_project  # noqa: PLC0415
     from torchsmith.errors import ToolError  # noqa: PLC0415
+    from torchsmith.ledger import Ledger  # noqa: PLC0415
 
     plan = plan_clean(tree, detect_project(tree).kind)
     if not plan.entries:
         return
-    result = execute_clean(plan, confirmed=True)
+    result = execute_clean(plan, confirmed=True, ledger=Ledger())
     if not as_json:
         names = ", ".join(result.removed[:6]) + (" ..." if len(result.removed) > 6 else "")
         click.echo(f"clean: removed {names} ({result.bytes_freed / 2**20:.1f} MiB)", err=True)

@@ -32,7 +32,9 @@ def clean(path: Path, yes: bool, as_json: bool) -> None:
     plan = plan_clean(path, kind)
     outcome: dict[str, Any] = {"plan": plan, "result": None, "deleted": False}
     if yes and plan.entries:
-        result = execute_clean(plan, confirmed=True)
+        from torchsmith.ledger import Ledger  # noqa: PLC0415
+
+        result = execute_clean(plan, confirmed=True, ledger=Ledger())
         outcome["result"] = result
         outcome["deleted"] = True
         emit("clean", outcome, as_json=as_json, render=render_clean)
