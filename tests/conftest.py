@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def _private_ledger(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """Point TORCHSMITH_LEDGER at a fresh file; tests that read it set their own path too."""
+@pytest.fixture(scope="session", autouse=True)
+def _private_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point TORCHSMITH_LEDGER at a file of this test session.
+
+    Tests that read the ledger back set their own path (per test or, for install, per module).
+    """
     path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite"
-    monkeypatch.setenv("TORCHSMITH_LEDGER", str(path))
-    return path
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHSMITH_LEDGER", str(path))
+        yield

@@ -158,9 +158,10 @@ def test_not_a_tree() -> None:
 
 
 def test_cli_lists_then_deletes_with_yes(
-    trap: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    trap: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree, outside = trap
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tree.parent / "ledger.sqlite"))
     assert main(["clean", str(tree), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed["ok"]
@@ -186,7 +187,7 @@ def test_failed_and_interrupted_cleans_are_recorded(tmp_path: Path) -> None:
     (tree / "build").mkdir(parents=True)
     (tree / "build" / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
     plan = plan_clean(tree, "cmake")
-    ledger = Ledger()
+    ledger = Ledger(tmp_path / "ledger.sqlite")
 
     def interrupt(path: Path) -> list[tuple[Path, str]]:
         raise KeyboardInterrupt
