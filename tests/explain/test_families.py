@@ -158,3 +158,91 @@ def test_no_cuda_runtime_notice_leads_when_the_build_fails() -> None:
     )
     result = explain_text(log)
     assert result.diagnoses[0].category == "cpu-only-torch"
+
+
+# The general-form rules (rules/general.toml): a subject and a failure verb in either order.
+@pytest.mark.parametrize(
+    ("line", "category", "rule"),
+    [
+        # verb before the subject and after it
+        (
+            "Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9}",
+            "missing-runtime-library",
+            "general.library-not-loaded",
+        ),
+        (
+            "libcudnn_ops.so.9 could not be loaded",
+            "missing-runtime-library",
+            "general.library-not-loaded",
+        ),
+        ("/bin/sh: 1: nvcc: not found", "cuda-toolkit-not-found", "general.nvcc-not-found"),
+        (
+            "  Caffe2: CUDA cannot be found.  Depending on whether you are building Caffe2",
+            "cuda-toolkit-not-found",
+            "general.cuda-toolkit-missing",
+        ),
+        (
+            "cudaGetDeviceProperties returned 35",
+            "driver-too-old",
+            "general.cuda-error-code",
+        ),
+        (
+            "Found NVIDIA GeForce GTX 1080 which is too old to be supported by the triton GPU "
+            "compiler, which is used as the backend. Triton only supports devices of CUDA "
+            "Capability >= 7.0, but your device is of CUDA capability 6.1",
+            "arch-not-compiled",
+            "general.capability-not-supported",
+        ),
+        (
+            "csrc/knn.cu:3:10: fatal error: cusparse.h: No such file or directory",
+            "cuda-toolkit-not-found",
+            "general.missing-cuda-header",
+        ),
+        (
+            "src/vision.cpp:9:10: fatal error: TH/TH.h: No such file or directory",
+            "other",
+            "general.legacy-torch-header",
+        ),
+    ],
+)
+def test_general_forms(line: str, category: str, rule: str) -> None:
+    lead = explain_text(line + "\n").diagnoses[0]
+    assert (lead.category, lead.rule) == (category, rule)
+
+
+def test_a_specific_rule_outranks_the_general_form() -> None:
+    line = (
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    )
+    lead = explain_text(line + "\n").diagnoses[0]
+    assert lead.rule == "libs.cannot-open-so"
+    assert "general.library-not-loaded" in lead.related
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # CMake's own probes and TensorFlow's optional-library notices print "not found" in runs
+        # that succeed; a subject without a failure verb is no finding either
+        "-- Looking for libnvToolsExt.so - not found\n-- Configuring done\n-- Generating done\n",
+        "2024-01-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load "
+        "dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object\n",
+        "building 'ext' extension\ng++ -shared build/ext.o -L/usr/local/cuda/lib64 -lcudart -o "
+        "build/lib/ext.so\nSuccessfully installed ext-0.1\n",
+        # a CPU build named in a run that went on (corroborate: alone it says nothing)
+        "PyTorch version: 2.1.0+cpu\nIs CUDA available: False\n",
+    ],
+    ids=["cmake-probe", "tensorflow-notice", "link-line", "cpu-build-alone"],
+)
+def test_general_forms_stay_quiet_on_runs_that_went_on(log: str) -> None:
+    assert explain_text(log).healthy
+
+
+def test_an_unrecognised_uncaught_exception_is_named_as_a_last_resort() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n'
+        "ImportError: cannot import name 'TensorOpParams' from 'cumm.gemm.algospec.core'\n"
+    )
+    lead = explain_text(log).diagnoses[0]
+    assert (lead.rule, lead.category, lead.symptom) == ("symptom.uncaught-exception", "other", True)

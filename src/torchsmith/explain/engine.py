@@ -41,6 +41,8 @@ def match_line(rule: Rule, text: str) -> dict[str, str] | None:
             continue
         if any(ex.search(text) for ex in rule.exclude):
             return None
+        if not all(req.search(text) for req in rule.require):
+            return None
         return {k: v for k, v in found.groupdict().items() if v is not None}
     return None
 

@@ -1,7 +1,9 @@
 """The rule files: one TOML file per family under ``rules/``, read once and validated.
 
 A rule names the literal ``anchors`` a matching line must contain (the fast prefilter), the
-``patterns`` that confirm it and capture values (named groups), and ``explanation`` / ``fix``
+``patterns`` that confirm it and capture values (named groups), ``require`` patterns that must all
+be found in the line as well (a general rule: a subject such as a library name, and a failure verb,
+in any order), ``exclude`` patterns that veto it, and ``explanation`` / ``fix``
 templates filled with those values. ``fix_context`` templates are tried first and used when every
 field they name is known (from the log or from the machine's probe). Every rule has a ``source``
 (a public report of the failure) and ``examples`` (real log lines that must match it).
@@ -58,6 +60,7 @@ _KNOWN_KEYS = frozenset(
         "generic",
         "derive",
         "corroborate",
+        "require",
     }
 )
 
@@ -80,6 +83,9 @@ class Rule:
     # an informational line that is no failure on its own: reported only when another rule matched
     corroborate: bool = False
     exclude: tuple[re.Pattern[str], ...] = ()
+    # every one of these must also be found in the line, anywhere (a subject and a failure verb
+    # in either order: the general form of a family instead of one phrasing each)
+    require: tuple[re.Pattern[str], ...] = ()
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict)
@@ -178,6 +184,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         generic=bool(raw.get("generic", False)),
         corroborate=bool(raw.get("corroborate", False)),
         exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
+        require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),
