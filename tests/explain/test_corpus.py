@@ -10,8 +10,10 @@ from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, score
 
 GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
 # train holds every studied miss, including logs no rule can diagnose (no error text, cut before the
-# error): a regression floor, not the figure that counts
-TRAIN_FLOOR = 0.85
+# error, a confirmed cause the text contradicts): a regression floor, not the figure that counts.
+# It was 0.85 until after-rules-6 and -7 moved 18 studied misses in, about half of them logs whose
+# text cannot show the cause (corpus README).
+TRAIN_FLOOR = 0.80
 
 
 @pytest.fixture(scope="module")
