@@ -4,16 +4,23 @@ figure that counts. Healthy logs (runs that ended well, warnings included) must 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, score
 
 GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
 # train holds every studied miss, including logs no rule can diagnose (no error text, cut before the
-# error, a confirmed cause the text contradicts): a regression floor, not the figure that counts.
-# It was 0.85 until after-rules-6 and -7 moved 18 studied misses in, about half of them logs whose
-# text cannot show the cause (corpus README).
-TRAIN_FLOOR = 0.80
+# error, a confirmed cause the text contradicts): the guard there is that no train case that explain
+# gets right today starts missing. The known misses are listed, with what explain says, in
+# corpus/train_misses.txt.
+KNOWN_TRAIN_MISSES = Path(__file__).parent / "corpus" / "train_misses.txt"
+
+
+def known_train_misses() -> set[str]:
+    lines = KNOWN_TRAIN_MISSES.read_text(encoding="utf-8").splitlines()
+    return {line.partition(":")[0] for line in lines if line and not line.startswith("#")}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +42,9 @@ def test_corpus_accuracy(scores: dict[str, SplitScore], split: str) -> None:
     s = scores[split]
     print(s.line(split))
     assert not s.false_alarms, s.false_alarms
-    # held-out misses are not printed: whoever studies one must move it to train (README)
-    floor = TRAIN_FLOOR if split == "train" else GOAL
-    assert s.top1 >= floor, s.misses if split == "train" else "held-out top-1 below the goal"
+    if split == "train":
+        new = [m for m in s.misses if m.partition(":")[0] not in known_train_misses()]
+        assert not new, f"train cases that used to be right: {new}"
+    else:
+        # held-out misses are not printed: whoever studies one must move it to train (README)
+        assert s.top1 >= GOAL, "held-out top-1 below the goal"
