@@ -21,7 +21,7 @@ from torchsmith.build.model import BuildConfig
 from torchsmith.build.tree import BuildCache, TreeFacts
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import parse_cc
+from torchsmith.knowledge.compat import arch_list_tokens, parse_cc
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER
 
@@ -326,9 +326,7 @@ def _is_bool(value: str) -> bool:
 def _arch_set(value: str) -> frozenset[str]:
     """ "9.0;12.0+PTX" / "90-real;120" / "90 120" → comparable sm numbers."""
     out = set()
-    for item in re.split(r"[;\s,]+", value.strip()):
-        if not item:
-            continue
+    for item in arch_list_tokens(value):
         digits = re.sub(r"\D", "", item.split("-")[0].split("+")[0])
         out.add(digits + ("+ptx" if "+PTX" in item else ""))
     return frozenset(out)

@@ -85,6 +85,12 @@ def _arch_sort_key(arch: str) -> tuple[int, int, str]:
     return parsed if parsed is not None else (0, 0, arch)
 
 
+def arch_list_tokens(value: str) -> list[str]:
+    """The entries of an arch list as it is written: TORCH_CUDA_ARCH_LIST ("8.6;9.0+PTX",
+    "8.6 9.0") or CMAKE_CUDA_ARCHITECTURES ("86-real;90"), split at ';', ',' and spaces."""
+    return [token for token in re.split(r"[;\s,]+", value.strip()) if token]
+
+
 def torch_cuda_arch_list(ccs: list[str], ptx: bool = False) -> str:
     """TORCH_CUDA_ARCH_LIST for these compute capabilities: "8.6;12.0" (+PTX on the last one)."""
     uniq = sorted(set(ccs), key=parse_cc)

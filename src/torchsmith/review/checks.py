@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.compat import arch_list_tokens
 from torchsmith.knowledge.model import CudaToolkit
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
@@ -122,9 +123,7 @@ def parse_arch_list(value: str) -> tuple[list[str], list[str]] | None:
     """TORCH_CUDA_ARCH_LIST → (sass, ptx) arch names; None when a token is not an arch."""
     sass: list[str] = []
     ptx: list[str] = []
-    for token in re.split(r"[;\s,]+", value.strip().strip("\"'")):
-        if not token:
-            continue
+    for token in arch_list_tokens(value.strip().strip("\"'")):
         expanded = NAMED_ARCHES.get(token.lower())
         if expanded:
             more = parse_arch_list(expanded)
@@ -146,9 +145,7 @@ def parse_cmake_archs(value: str) -> tuple[list[str], list[str]] | None:
     """CMAKE_CUDA_ARCHITECTURES ("89", "89-real", "90a-virtual", "native") → (sass, ptx)."""
     sass: list[str] = []
     ptx: list[str] = []
-    for token in re.split(r"[;\s,]+", value.strip().strip("\"'")):
-        if not token:
-            continue
+    for token in arch_list_tokens(value.strip().strip("\"'")):
         if token.lower() in ("native", "all", "all-major", "off"):
             return None
         match = re.fullmatch(r"(\d{2,3}[af]?)(-real|-virtual)?", token, re.IGNORECASE)
