@@ -33,8 +33,9 @@ class _Values(dict[str, str]):
         return "?"
 
 
-def match_line(rule: Rule, text: str) -> dict[str, str] | None:
-    """The values ``rule`` reads from ``text``, or None when it does not match."""
+def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
+    """The values ``rule`` reads from ``text`` (and from ``after``, the next non-blank line, for a
+    rule with ``next`` patterns), or None when it does not match."""
     for pattern in rule.patterns:
         found = pattern.search(text)
         if found is None:
@@ -43,7 +44,13 @@ def match_line(rule: Rule, text: str) -> dict[str, str] | None:
             return None
         if not all(req.search(text) for req in rule.require):
             return None
-        return {k: v for k, v in found.groupdict().items() if v is not None}
+        values = {k: v for k, v in found.groupdict().items() if v is not None}
+        if rule.next:
+            following = next((m for p in rule.next if (m := p.search(after))), None)
+            if following is None:
+                return None
+            values.update({k: v for k, v in following.groupdict().items() if v is not None})
+        return values
     return None
 
 
@@ -70,9 +77,12 @@ class Explainer:
     def _consume(self, name: str, hits: Iterable[Hit], encoding: str) -> None:
         for hit in hits:
             text = clean_line(hit.raw)
+            after: str | None = None
             for index in hit.rules:
                 rule = self.rules[index]
-                values = match_line(rule, text)
+                if rule.next and after is None:
+                    after = clean_line(hit.after)
+                values = match_line(rule, text, after or "")
                 if values is not None:
                     self._record(rule, name, hit.line, text, values)
         size, lines = self.scanner.last_size, self.scanner.last_lines

@@ -88,8 +88,8 @@ def scan_stream(scanner: Scanner, stream: Stream) -> Iterator[Hit]:
             following = next(regions, None)
             if following is not None:
                 pending.append(pool.submit(_scan_region, *following))
-            for before, raw, rule_ids in hits:
-                yield Hit(line_base + before, raw, rule_ids)
+            for before, raw, rule_ids, after in hits:
+                yield Hit(line_base + before, raw, rule_ids, after)
             line_base += newlines
     scanner.last_size = size - start
     scanner.last_lines = line_base - 1 + (0 if tail in (b"\n", b"") else 1)

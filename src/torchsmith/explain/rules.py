@@ -3,7 +3,9 @@
 A rule names the literal ``anchors`` a matching line must contain (the fast prefilter), the
 ``patterns`` that confirm it and capture values (named groups), ``require`` patterns that must all
 be found in the line as well (a general rule: a subject such as a library name, and a failure verb,
-in any order), ``exclude`` patterns that veto it, and ``explanation`` / ``fix``
+in any order), ``next`` patterns one of which must match the next non-blank line (a statement and
+its printed result: ``torch.cuda.is_available()`` then ``False``), ``exclude`` patterns that veto
+it, and ``explanation`` / ``fix``
 templates filled with those values. ``fix_context`` templates are tried first and used when every
 field they name is known (from the log or from the machine's probe). Every rule has a ``source``
 (a public report of the failure) and ``examples`` (real log lines that must match it).
@@ -61,6 +63,7 @@ _KNOWN_KEYS = frozenset(
         "derive",
         "corroborate",
         "require",
+        "next",
     }
 )
 
@@ -86,6 +89,8 @@ class Rule:
     # every one of these must also be found in the line, anywhere (a subject and a failure verb
     # in either order: the general form of a family instead of one phrasing each)
     require: tuple[re.Pattern[str], ...] = ()
+    # one of these must match the next non-blank line (examples then hold both, joined by "\n")
+    next: tuple[re.Pattern[str], ...] = ()
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict)
@@ -94,7 +99,7 @@ class Rule:
 
     @property
     def captures(self) -> frozenset[str]:
-        return frozenset(name for p in self.patterns for name in p.groupindex)
+        return frozenset(name for p in (*self.patterns, *self.next) for name in p.groupindex)
 
 
 def template_fields(template: str) -> set[str]:
@@ -185,6 +190,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         corroborate=bool(raw.get("corroborate", False)),
         exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
         require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
+        next=_compile(_strings(raw.get("next", []), where, "next", empty=True), where),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),

@@ -47,6 +47,7 @@ class Hit:
     line: int  # 1-based
     raw: bytes  # the line without its newline
     rules: tuple[int, ...]  # indices into the scanner's rules whose anchors the line contains
+    after: bytes = b""  # the next non-blank line of the same chunk (rules with ``next`` read it)
 
 
 class Scanner:
@@ -97,12 +98,14 @@ class Scanner:
     def _scan_chunk(self, chunk: bytes, line_base: int) -> Generator[Hit, None, int]:
         """Yield the chunk's hits in line order; return the number of newlines in the chunk."""
         hits, newlines = find_hits(chunk, self.plan_for(chunk))
-        for before, raw, rule_ids in hits:
-            yield Hit(line_base + before, raw, rule_ids)
+        for before, raw, rule_ids, after in hits:
+            yield Hit(line_base + before, raw, rule_ids, after)
         return newlines
 
 
-RawHit = tuple[int, bytes, tuple[int, ...]]  # (newlines before the line in its chunk, line, rules)
+# (newlines before the line in its chunk, the line, its rules, the next non-blank line)
+RawHit = tuple[int, bytes, tuple[int, ...], bytes]
+NEXT_LOOKAHEAD = 3  # blank lines skipped when looking for a hit's next line
 
 
 def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
@@ -130,8 +133,23 @@ def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
         end, owners = found[start]
         before += chunk.count(b"\n", counted, start)
         counted = start
-        hits.append((before, chunk[start:end], tuple(sorted(owners))))
+        hits.append((before, chunk[start:end], tuple(sorted(owners)), next_line(chunk, end)))
     return hits, before + chunk.count(b"\n", counted)
+
+
+def next_line(chunk: bytes, end: int) -> bytes:
+    """The first non-blank line after the line ending at ``end`` (empty at the chunk's end: a line
+    and its follower split across chunks are not paired, which chunk sizes make rare)."""
+    for _ in range(NEXT_LOOKAHEAD + 1):
+        if end >= len(chunk):
+            return b""
+        start = end + 1
+        end = chunk.find(b"\n", start)
+        if end == -1:
+            end = len(chunk)
+        if chunk[start:end].strip():
+            return chunk[start:end]
+    return b""
 
 
 def _sample(chunk: bytes) -> bytes:
