@@ -246,3 +246,47 @@ def test_an_unrecognised_uncaught_exception_is_named_as_a_last_resort() -> None:
     )
     lead = explain_text(log).diagnoses[0]
     assert (lead.rule, lead.category, lead.symptom) == ("symptom.uncaught-exception", "other", True)
+
+
+@pytest.mark.parametrize(
+    ("log", "expect"),
+    [
+        (">>> import torch\n>>> torch.cuda.is_available()\n\nFalse\n", "no-gpu-visible"),
+        ("In [2]: torch.cuda.is_available()\nOut[2]: False\n", "no-gpu-visible"),
+        ("print(torch.cuda.device_count())\n0\n", "no-gpu-visible"),
+        (">>> torch.cuda.is_available()\nTrue\n", None),
+        ("python -c 'import torch; print(torch.cuda.is_available())'\n", None),
+        # the printed False with CPU-build evidence: the cause outranks the symptom
+        (
+            "_pytorch_select           0.1                       cpu_0\n"
+            ">>> torch.cuda.is_available()\nFalse\n",
+            "cpu-only-torch",
+        ),
+    ],
+    ids=["repl", "jupyter", "device-count", "true", "no-result", "cpu-build"],
+)
+def test_a_statement_and_its_printed_result(log: str, expect: str | None) -> None:
+    result = explain_text(log)
+    assert (result.diagnoses[0].category if result.diagnoses else None) == expect
+
+
+def test_next_line_stops_at_the_chunk_end_and_skips_blank_lines() -> None:
+    from torchsmith.explain.scanner import next_line  # noqa: PLC0415
+
+    chunk = b"a\n\n  \nb\nc"
+    assert next_line(chunk, 1) == b"b"
+    assert next_line(chunk, chunk.index(b"c") - 1) == b"c"
+    assert next_line(chunk, len(chunk)) == b""
+    assert next_line(b"a\n\n\n\n\n\nb\n", 1) == b""  # more blank lines than it looks past
+
+
+def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
+    log = (
+        "node1:123:456 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"
+        "node1:123:456 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+        "node1:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+        "node1:123:456 [0] NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - "
+        "Init COMPLETE\n"
+        "Epoch 1: 100%|##########| 782/782 [00:41<00:00, 18.9it/s, loss=0.31]\n"
+    )
+    assert explain_text(log).healthy
