@@ -10,6 +10,8 @@ from torchsmith.commands.common import emit, json_option
 from torchsmith.errors import UsageError
 from torchsmith.explain import explain_files
 from torchsmith.explain.context import context_from_probe, describe, live_probe, load_probe_file
+from torchsmith.explain.machine import with_machine_facts
+from torchsmith.findings.analyze import analyze
 from torchsmith.render.explain import render_explain
 
 
@@ -19,9 +21,12 @@ from torchsmith.render.explain import render_explain
     "--probe",
     "probe_file",
     metavar="FILE",
-    help="Tailor fixes to the machine in this probe file (torchsmith doctor --json).",
+    help="The machine the log came from, as a probe file (torchsmith doctor --json): its facts "
+    "tailor the fixes and decide a symptom's cause (a CPU build, an old driver, no GPU).",
 )
-@click.option("--here", is_flag=True, help="Tailor fixes to this machine (probes it first).")
+@click.option(
+    "--here", is_flag=True, help="The log came from this machine: probe it, as with --probe."
+)
 @json_option
 def explain(files: tuple[str, ...], probe_file: str | None, here: bool, as_json: bool) -> None:
     """Read build, install or runtime logs and name the root cause, with a fix.
@@ -35,13 +40,16 @@ def explain(files: tuple[str, ...], probe_file: str | None, here: bool, as_json:
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("no log given", tip="pass a log file, or '-' to read standard input")
         names = ["-"]
-    context: dict[str, str] | None = None
-    source: str | None = None
+    probe, where = None, ""
     if probe_file:
-        probe = load_probe_file(probe_file)
-        context, source = context_from_probe(probe), describe(probe, f"probe file {probe_file}")
+        probe, where = load_probe_file(probe_file), f"probe file {probe_file}"
     elif here:
-        probe = live_probe()
-        context, source = context_from_probe(probe), describe(probe, "this machine")
-    result = explain_files(names, context=context, context_source=source)
+        probe, where = live_probe(), "this machine"
+    if probe is None:
+        result = explain_files(names)
+    else:
+        result = explain_files(
+            names, context=context_from_probe(probe), context_source=describe(probe, where)
+        )
+        result = with_machine_facts(result, analyze(probe), where)
     emit("explain", result, as_json=as_json, render=render_explain)

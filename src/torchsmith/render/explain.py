@@ -27,7 +27,7 @@ def render_explain(result: Any, console: Console) -> None:
 
 def _render_one(number: int, d: Diagnosis, console: Console) -> None:
     style = "dim" if d.symptom else _STYLE.get(d.severity, "bold")
-    where = f"{d.file}:{d.line}" if d.file else f"line {d.line}"
+    where = (d.file or "") if d.line == 0 else f"{d.file}:{d.line}" if d.file else f"line {d.line}"
     repeats = f", {d.count} times" if d.count > 1 else ""
     console.print(
         f"[{style}]{number}. {escape(d.title)}[/{style}]  "
@@ -41,4 +41,5 @@ def _render_one(number: int, d: Diagnosis, console: Console) -> None:
         console.print(f"     {escape(line)}", soft_wrap=True)
     if d.related:
         console.print(f"   [dim]also matched: {', '.join(d.related)}[/dim]")
-    console.print(f"   [dim]seen in: {escape(d.source)}[/dim]")
+    if d.source:
+        console.print(f"   [dim]seen in: {escape(d.source)}[/dim]")

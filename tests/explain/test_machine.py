@@ -1,0 +1,128 @@
+"""explain --probe: the machine's facts decide a log's GPU symptom.
+
+The machine is the real H200 probe (tests/fixtures/h200-linux/doctor.json, recorded there), as it
+is and with one fact changed the way it is on the machines in the corpus' threads: a CPU build of
+torch, a driver below the floor of torch's CUDA line, no GPU visible.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from torchsmith import envelope
+from torchsmith.cli import main
+from torchsmith.explain import explain_text
+from torchsmith.explain.machine import deciding_fact, with_machine_facts
+from torchsmith.findings.analyze import analyze
+from torchsmith.probe.io import load_probe
+from torchsmith.probe.model import DriverInfo, Probe
+
+H200 = Path(__file__).parents[1] / "fixtures" / "h200-linux" / "doctor.json"
+NOT_AVAILABLE = ">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"
+NO_KERNEL = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+
+
+def _h200() -> Probe:
+    return load_probe(H200)
+
+
+def _cpu_build(probe: Probe) -> Probe:
+    assert probe.torch is not None
+    torch = replace(probe.torch, version="2.11.0+cpu", cuda=None, archs=None)
+    return replace(probe, torch=torch)
+
+
+def _old_driver(probe: Probe) -> Probe:
+    return replace(probe, driver=DriverInfo("470.256.02", "11.4", "nvml"))
+
+
+def _no_gpu(probe: Probe) -> Probe:
+    return replace(probe, gpus=(), driver=None)
+
+
+def _explain(log: str, probe: Probe) -> tuple[str, ...]:
+    result = with_machine_facts(explain_text(log), analyze(probe), "probe file p.json")
+    return tuple(d.rule for d in result.diagnoses)
+
+
+def test_a_working_machine_decides_nothing() -> None:
+    assert deciding_fact(analyze(_h200())) is None
+    assert _explain(NOT_AVAILABLE, _h200()) == ("general.cuda-not-available-printed",)
+
+
+@pytest.mark.parametrize(
+    ("machine", "cause"),
+    [
+        (_cpu_build, "machine.cpu-only-torch"),
+        (_old_driver, "machine.driver-too-old"),
+    ],
+    ids=["cpu-build", "old-driver"],
+)
+def test_the_machine_names_the_cause_of_a_symptom(machine: object, cause: str) -> None:
+    probe = machine(_h200())  # type: ignore[operator]
+    assert _explain(NOT_AVAILABLE, probe) == (cause, "general.cuda-not-available-printed")
+
+
+def test_no_gpu_on_the_machine_confirms_the_symptom_s_own_category() -> None:
+    result = with_machine_facts(explain_text(NOT_AVAILABLE), analyze(_no_gpu(_h200())), "here")
+    (lead,) = result.diagnoses
+    assert (lead.category, lead.rule) == ("no-gpu-visible", "general.cuda-not-available-printed")
+    assert lead.evidence[-1] == "here: no NVIDIA GPU is visible"
+
+
+def test_a_cpu_build_explains_the_driver_too() -> None:
+    probe = _old_driver(_cpu_build(_h200()))
+    assert deciding_fact(analyze(probe)).category == "cpu-only-torch"  # type: ignore[union-attr]
+
+
+def test_the_log_s_own_cause_stays_first_and_the_machine_adds_its_own() -> None:
+    assert _explain(NO_KERNEL, _old_driver(_h200())) == (
+        "arch.no-kernel-image",
+        "machine.driver-too-old",
+    )
+
+
+def test_the_same_cause_on_the_machine_confirms_the_log() -> None:
+    log = (
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old "
+        "(found version 11040).\n"
+    )
+    result = with_machine_facts(explain_text(log), analyze(_old_driver(_h200())), "this machine")
+    (lead,) = result.diagnoses
+    assert lead.category == "driver-too-old"
+    assert lead.evidence[-1].startswith("this machine: driver 470.256.02 allows CUDA 11.4")
+    assert "machine.driver-too-old" in lead.related
+
+
+def test_a_healthy_log_stays_healthy_whatever_the_machine() -> None:
+    result = explain_text("Successfully installed torch-2.11.0\n")
+    assert with_machine_facts(result, analyze(_cpu_build(_h200())), "this machine") == result
+
+
+def test_other_families_are_left_alone() -> None:
+    log = "c++: fatal error: Killed signal terminated program cc1plus\n"
+    assert _explain(log, _cpu_build(_h200())) == ("memory.compiler-killed",)
+
+
+def test_cli_probe_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    probe_file = tmp_path / "probe.json"
+    probe_file.write_text(envelope.dumps(envelope.wrap("doctor", _cpu_build(_h200()))))
+    log = tmp_path / "run.log"
+    log.write_text(NOT_AVAILABLE)
+    assert main(["explain", "--json", "--probe", str(probe_file), str(log)]) == 0
+    data = json.loads(capsys.readouterr().out)["data"]
+    top = data["diagnoses"][0]
+    assert (top["category"], top["rule"], top["line"]) == (
+        "cpu-only-torch",
+        "machine.cpu-only-torch",
+        0,
+    )
+    assert "2.11.0+cpu is a CPU-only build" in top["evidence"][0]
+    assert main(["explain", "--probe", str(probe_file), str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "torch on this machine is a CPU-only build" in out
+    assert f"probe file {probe_file}:0" not in out
