@@ -74,6 +74,15 @@ def test_no_gpu_on_the_machine_confirms_the_symptom_s_own_category() -> None:
     assert lead.evidence[-1] == "here: no NVIDIA GPU is visible"
 
 
+def test_cuda_visible_devices_on_the_machine_names_the_hidden_gpus() -> None:
+    h200 = _h200()
+    probe = replace(h200, host=replace(h200.host, cuda_visible_devices=""))
+    result = with_machine_facts(explain_text(NOT_AVAILABLE), analyze(probe), "this machine")
+    (lead,) = result.diagnoses
+    assert lead.category == "no-gpu-visible"
+    assert "CUDA_VISIBLE_DEVICES='' hides every GPU" in lead.evidence[-1]
+
+
 def test_a_cpu_build_explains_the_driver_too() -> None:
     probe = _old_driver(_cpu_build(_h200()))
     assert deciding_fact(analyze(probe)).category == "cpu-only-torch"  # type: ignore[union-attr]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from torchsmith.findings import analyze
@@ -38,3 +40,26 @@ def test_the_human_view_names_gpu_driver_and_torch() -> None:
     text = console.export_text()
     for word in ("NVIDIA H200", "cc 9.0", "580.159.04", "CUDA 13.0", "2.11.0+cu130", "sm_120"):
         assert word in text
+
+
+@pytest.mark.parametrize(
+    ("value", "hidden"),
+    [("", True), ("-1", True), ("1", True), ("NoDevFiles", True), ("0", False), (None, False)],
+)
+def test_cuda_visible_devices_that_hides_every_gpu(value: str | None, hidden: bool) -> None:
+    probe = load_probe(H200)
+    probe = replace(probe, host=replace(probe.host, cuda_visible_devices=value))
+    found = [f for f in analyze(probe) if f.category == "no-gpu-visible"]
+    assert bool(found) == hidden
+    if hidden:
+        (finding,) = found
+        assert finding.severity == "error"  # torch is a CUDA build: is_available() is False
+        assert f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU" in finding.message
+
+
+def test_a_gpu_uuid_prefix_is_a_valid_entry() -> None:
+    probe = load_probe(H200)
+    (gpu,) = probe.gpus
+    assert gpu.uuid
+    probe = replace(probe, host=replace(probe.host, cuda_visible_devices=gpu.uuid[:10]))
+    assert not [f for f in analyze(probe) if f.category == "no-gpu-visible"]

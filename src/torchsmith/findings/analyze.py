@@ -16,7 +16,7 @@ from typing import Any
 from torchsmith.findings import checks_toolchain, checks_torch, checks_vendors
 from torchsmith.findings.common import Check, Context
 from torchsmith.knowledge.base import platform_key
-from torchsmith.probe.model import Finding, Probe
+from torchsmith.probe.model import Finding, GpuInfo, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER, Severity
 from torchsmith.util.toml import loads_toml
 
@@ -106,6 +106,46 @@ def check_gpus(probe: Probe, ctx: Context) -> Iterator[Finding]:
         )
     severity: Severity = "warning" if (torch_wants_cuda or driver_broken) else "info"
     yield Finding("no-gpu-visible", severity, message, fix, subject="gpu")
+
+
+CUDA_ENV_DOCS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/#cuda-environment-variables"
+
+
+def visible_gpu_count(value: str, gpus: tuple[GpuInfo, ...]) -> int:
+    """How many of ``gpus`` a CUDA program sees under CUDA_VISIBLE_DEVICES=``value``.
+
+    CUDA reads the comma-separated list up to its first invalid entry: "only the devices whose
+    index precedes the invalid index are visible" (CUDA C++ Programming Guide, CUDA environment
+    variables). Entries are indices, GPU-<uuid> (a unique prefix is enough) or MIG-<uuid>.
+    """
+    count = 0
+    for token in (t.strip() for t in value.split(",")):
+        index = token.isdigit() and int(token) < len(gpus)
+        uuid = token.startswith("GPU-") and any(g.uuid and g.uuid.startswith(token) for g in gpus)
+        mig = token.startswith("MIG-") and len(token) > len("MIG-")  # slices are not probed
+        if not (index or uuid or mig):
+            break
+        count += 1
+    return count
+
+
+def check_visible_devices(probe: Probe, ctx: Context) -> Iterator[Finding]:
+    value = probe.host.cuda_visible_devices
+    nvidia = tuple(g for g in probe.gpus if g.vendor == "nvidia")
+    if value is None or not nvidia or visible_gpu_count(value, nvidia):
+        return
+    torch_wants_cuda = probe.torch is not None and probe.torch.cuda is not None
+    yield Finding(
+        "no-gpu-visible",
+        "error" if torch_wants_cuda else "warning",
+        f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from CUDA programs (nvidia-smi still "
+        f"lists {len(nvidia)}): torch.cuda.is_available() is False",
+        "unset it (bash: unset CUDA_VISIBLE_DEVICES; PowerShell: Remove-Item "
+        "Env:CUDA_VISIBLE_DEVICES) or list valid GPUs: indices 0.."
+        f"{len(nvidia) - 1} or UUIDs from `nvidia-smi -L`",
+        subject="gpu",
+        source=CUDA_ENV_DOCS,
+    )
 
 
 def _mig_notes(probe: Probe) -> Iterator[Finding]:
@@ -209,6 +249,7 @@ def check_resources(probe: Probe, ctx: Context) -> Iterator[Finding]:
 
 CHECKS: tuple[Check, ...] = (
     check_gpus,
+    check_visible_devices,
     check_python,
     check_resources,
     checks_torch.check_cpu_only,

@@ -222,7 +222,8 @@ def probe_host(
         errors.append(f"{os_name} host details: {type(exc).__name__}: {exc}")
         info = base
     info = _with_disk(m, info, disk_path, errors)
-    return dataclasses.replace(info, error="; ".join(errors) or None)
+    visible = m.env.get("CUDA_VISIBLE_DEVICES")
+    return dataclasses.replace(info, cuda_visible_devices=visible, error="; ".join(errors) or None)
 
 
 def _with_resources(m: Machine, info: HostInfo, errors: list[str]) -> HostInfo:

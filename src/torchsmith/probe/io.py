@@ -76,6 +76,7 @@ def validate_probe(probe: Probe) -> None:
     _text("host.os_pretty", host.os_pretty, MAX_NAME)
     _text("host.cpu_model", host.cpu_model, MAX_NAME)
     _text("host.arch", host.arch, 32)
+    _text("host.cuda_visible_devices", host.cuda_visible_devices, MAX_NAME * 16)
     for key in ("cores_physical", "cores_logical", "cores_performance", "cores_efficiency"):
         _int(
             f"host.{key}",

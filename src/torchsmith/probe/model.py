@@ -45,6 +45,7 @@ class HostInfo:
     disk_free_bytes: int | None = None
     wsl: bool = False
     container: str | None = None  # "docker", "podman", "lxc", "kubernetes", "container" or None
+    cuda_visible_devices: str | None = None  # the variable as set (None: not set)
     error: str | None = None
 
 

@@ -63,6 +63,8 @@ def _host(probe: Probe) -> str:
         parts.append("WSL")
     if h.container:
         parts.append(f"in {h.container}")
+    if h.cuda_visible_devices is not None:
+        parts.append(f"CUDA_VISIBLE_DEVICES={h.cuda_visible_devices!r}")
     return " · ".join(parts)
 
 
