@@ -270,14 +270,15 @@ def test_a_statement_and_its_printed_result(log: str, expect: str | None) -> Non
     assert (result.diagnoses[0].category if result.diagnoses else None) == expect
 
 
-def test_next_line_stops_at_the_chunk_end_and_skips_blank_lines() -> None:
-    from torchsmith.explain.scanner import next_line  # noqa: PLC0415
+def test_next_lines_stop_at_the_chunk_end_and_skip_blank_lines() -> None:
+    from torchsmith.explain.scanner import next_lines  # noqa: PLC0415
 
     chunk = b"a\n\n  \nb\nc"
-    assert next_line(chunk, 1) == b"b"
-    assert next_line(chunk, chunk.index(b"c") - 1) == b"c"
-    assert next_line(chunk, len(chunk)) == b""
-    assert next_line(b"a\n\n\n\n\n\nb\n", 1) == b""  # more blank lines than it looks past
+    assert next_lines(chunk, 1) == b"b\nc"
+    assert next_lines(chunk, chunk.index(b"c") - 1) == b"c"
+    assert next_lines(chunk, len(chunk)) == b""
+    assert next_lines(b"a\n1\n2\n3\n4\n", 1) == b"1\n2\n3"
+    assert next_lines(b"a\n\n\n\n\n\nb\n", 1) == b""  # more blank lines than it looks past
 
 
 def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:

@@ -135,3 +135,16 @@ def test_cli_probe_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "torch on this machine is a CPU-only build" in out
     assert f"probe file {probe_file}:0" not in out
+
+
+def test_recorded_on_an_h100_with_the_gpu_hidden(capsys: pytest.CaptureFixture[str]) -> None:
+    recorded = Path(__file__).parents[1] / "fixtures" / "h100-linux-cvd-empty"
+    log, probe_file = recorded / "is-available.log", recorded / "doctor.json"
+    assert main(["explain", "--json", "--probe", str(probe_file), str(log)]) == 0
+    (top,) = json.loads(capsys.readouterr().out)["data"]["diagnoses"]
+    assert top["category"] == "no-gpu-visible"
+    assert top["rule"] == "general.cuda-not-available-printed"
+    assert top["evidence"][-1] == (
+        f"probe file {probe_file}: CUDA_VISIBLE_DEVICES='' hides every GPU from CUDA programs "
+        "(nvidia-smi still lists 1): torch.cuda.is_available() is False"
+    )

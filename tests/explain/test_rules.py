@@ -41,7 +41,8 @@ def test_example_matches_through_the_whole_pipeline(rule: Rule, example: str) ->
     line, _, after = example.partition("\n")  # a rule with ``next``: the line, then its follower
     assert bool(after) == bool(rule.next), "a rule with next patterns shows both lines"
     assert any(a in line for a in rule.anchors), "no anchor in the example: prefilter skips it"
-    assert match_line(rule, clean_line(line.encode()), clean_line(after.encode())) is not None
+    following = "\n".join(clean_line(raw.encode()) for raw in after.split("\n"))
+    assert match_line(rule, clean_line(line.encode()), following) is not None
     explainer = Explainer()
     explainer.feed("<example>", [example.encode() + b"\n"])
     assert rule.id in explainer.matches

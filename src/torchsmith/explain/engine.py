@@ -34,8 +34,8 @@ class _Values(dict[str, str]):
 
 
 def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
-    """The values ``rule`` reads from ``text`` (and from ``after``, the next non-blank line, for a
-    rule with ``next`` patterns), or None when it does not match."""
+    """The values ``rule`` reads from ``text`` (and from ``after``, the next few non-blank lines
+    joined by newlines, for a rule with ``next`` patterns), or None when it does not match."""
     for pattern in rule.patterns:
         found = pattern.search(text)
         if found is None:
@@ -81,7 +81,7 @@ class Explainer:
             for index in hit.rules:
                 rule = self.rules[index]
                 if rule.next and after is None:
-                    after = clean_line(hit.after)
+                    after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
                 values = match_line(rule, text, after or "")
                 if values is not None:
                     self._record(rule, name, hit.line, text, values)

@@ -3,9 +3,9 @@
 A rule names the literal ``anchors`` a matching line must contain (the fast prefilter), the
 ``patterns`` that confirm it and capture values (named groups), ``require`` patterns that must all
 be found in the line as well (a general rule: a subject such as a library name, and a failure verb,
-in any order), ``next`` patterns one of which must match the next non-blank line (a statement and
-its printed result: ``torch.cuda.is_available()`` then ``False``), ``exclude`` patterns that veto
-it, and ``explanation`` / ``fix``
+in any order), ``next`` patterns one of which must be found in the next few non-blank lines, joined
+by newlines (a statement and its printed result: ``torch.cuda.is_available()`` then ``False``; use
+``(?m)^...$`` for a whole line), ``exclude`` patterns that veto it, and ``explanation`` / ``fix``
 templates filled with those values. ``fix_context`` templates are tried first and used when every
 field they name is known (from the log or from the machine's probe). Every rule has a ``source``
 (a public report of the failure) and ``examples`` (real log lines that must match it).
@@ -89,7 +89,7 @@ class Rule:
     # every one of these must also be found in the line, anywhere (a subject and a failure verb
     # in either order: the general form of a family instead of one phrasing each)
     require: tuple[re.Pattern[str], ...] = ()
-    # one of these must match the next non-blank line (examples then hold both, joined by "\n")
+    # one of these must be found in the next few non-blank lines (examples: the line, "\n", them)
     next: tuple[re.Pattern[str], ...] = ()
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()

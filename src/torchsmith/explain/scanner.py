@@ -47,7 +47,8 @@ class Hit:
     line: int  # 1-based
     raw: bytes  # the line without its newline
     rules: tuple[int, ...]  # indices into the scanner's rules whose anchors the line contains
-    after: bytes = b""  # the next non-blank line of the same chunk (rules with ``next`` read it)
+    # the next few non-blank lines of the same chunk, "\n"-joined (rules with ``next`` read them)
+    after: bytes = b""
 
 
 class Scanner:
@@ -105,7 +106,8 @@ class Scanner:
 
 # (newlines before the line in its chunk, the line, its rules, the next non-blank line)
 RawHit = tuple[int, bytes, tuple[int, ...], bytes]
-NEXT_LOOKAHEAD = 3  # blank lines skipped when looking for a hit's next line
+NEXT_LINES = 3  # non-blank lines after a hit that ``next`` patterns may read
+NEXT_BLANK = 3  # blank lines skipped on the way
 
 
 def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
@@ -133,23 +135,27 @@ def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
         end, owners = found[start]
         before += chunk.count(b"\n", counted, start)
         counted = start
-        hits.append((before, chunk[start:end], tuple(sorted(owners)), next_line(chunk, end)))
+        hits.append((before, chunk[start:end], tuple(sorted(owners)), next_lines(chunk, end)))
     return hits, before + chunk.count(b"\n", counted)
 
 
-def next_line(chunk: bytes, end: int) -> bytes:
-    """The first non-blank line after the line ending at ``end`` (empty at the chunk's end: a line
-    and its follower split across chunks are not paired, which chunk sizes make rare)."""
-    for _ in range(NEXT_LOOKAHEAD + 1):
-        if end >= len(chunk):
-            return b""
+def next_lines(chunk: bytes, end: int) -> bytes:
+    """Up to NEXT_LINES non-blank lines after the line ending at ``end``, newline-joined, skipping
+    at most NEXT_BLANK blank ones (a line and its followers split across chunks are not paired,
+    which chunk sizes make rare)."""
+    found: list[bytes] = []
+    blank = 0
+    while len(found) < NEXT_LINES and end < len(chunk) and blank <= NEXT_BLANK:
         start = end + 1
         end = chunk.find(b"\n", start)
         if end == -1:
             end = len(chunk)
-        if chunk[start:end].strip():
-            return chunk[start:end]
-    return b""
+        line = chunk[start:end]
+        if line.strip():
+            found.append(line)
+        else:
+            blank += 1
+    return b"\n".join(found)
 
 
 def _sample(chunk: bytes) -> bytes:
