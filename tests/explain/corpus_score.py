@@ -109,7 +109,12 @@ def batches(cases: list[Case]) -> dict[str, list[Case]]:
     for c in cases:
         if c.split == "heldout" and c.meta.get("batch"):
             out.setdefault(str(c.meta["batch"]), []).append(c)
-    return dict(sorted(out.items()))
+    return dict(
+        sorted(
+            out.items(),
+            key=lambda kv: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", kv[0])],
+        )
+    )
 
 
 def _counts(cases: list[Case], key: str) -> str:
