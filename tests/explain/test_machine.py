@@ -50,7 +50,7 @@ def _explain(log: str, probe: Probe) -> tuple[str, ...]:
 
 
 def test_a_working_machine_decides_nothing() -> None:
-    assert deciding_fact(analyze(_h200())) is None
+    assert deciding_fact(analyze(_h200()), "no-gpu-visible") is None
     assert _explain(NOT_AVAILABLE, _h200()) == ("general.cuda-not-available-printed",)
 
 
@@ -85,7 +85,17 @@ def test_cuda_visible_devices_on_the_machine_names_the_hidden_gpus() -> None:
 
 def test_a_cpu_build_explains_the_driver_too() -> None:
     probe = _old_driver(_cpu_build(_h200()))
-    assert deciding_fact(analyze(probe)).category == "cpu-only-torch"  # type: ignore[union-attr]
+    fact = deciding_fact(analyze(probe), "no-gpu-visible")
+    assert fact is not None
+    assert fact.category == "cpu-only-torch"
+
+
+def test_a_gpu_without_native_code_does_not_explain_cuda_unavailable() -> None:
+    from torchsmith.probe.model import Finding  # noqa: PLC0415
+
+    jit = Finding("arch-not-compiled", "warning", "torch has no native code for GPU 0", "fix")
+    assert deciding_fact([jit], "no-gpu-visible") is None
+    assert deciding_fact([jit], "arch-not-compiled") == jit
 
 
 def test_the_log_s_own_cause_stays_first_and_the_machine_adds_its_own() -> None:

@@ -7,7 +7,8 @@ no GPU is visible, or torch's binaries lack the GPU's architecture. doctor's fin
 of a probe against the knowledge base) know those facts. Given them, this module
 
 - puts the machine's fact first when the log's lead diagnosis is a symptom of the GPU family and the
-  machine names a cause of that family (the log's symptom follows it, as its evidence);
+  machine names a cause that can bring that symptom about (``EXPLAINED_BY``; the log's symptom
+  follows it, as its evidence);
 - confirms the log's lead when the machine names the same cause (its fact joins the evidence);
 - adds the machine's cause after the log's own when the log names a different cause.
 
@@ -25,10 +26,17 @@ from torchsmith.explain.model import Diagnosis, ExplainResult
 from torchsmith.probe.model import Finding
 from torchsmith.taxonomy import SEVERITY_ORDER
 
-# The causes that make a GPU unusable, in the order in which one explains the others: a CPU build
-# explains every CUDA symptom; then a driver too old for torch's CUDA; then no GPU visible at all;
-# then a GPU whose architecture the torch binaries lack.
-GPU_FAMILY = ("cpu-only-torch", "driver-too-old", "no-gpu-visible", "arch-not-compiled")
+# For each category a log's lead may have: the machine's causes that can bring it about, the one
+# that explains the others first. "CUDA is not available" comes from a CPU build, a driver too old
+# for torch's CUDA, or no GPU visible (a GPU lacking torch's arch still shows as available); "no
+# kernel image" from torch lacking the GPU's arch, or a driver too old to JIT-compile its PTX.
+EXPLAINED_BY = {
+    "no-gpu-visible": ("cpu-only-torch", "driver-too-old", "no-gpu-visible"),
+    "cpu-only-torch": ("cpu-only-torch",),
+    "driver-too-old": ("driver-too-old",),
+    "arch-not-compiled": ("arch-not-compiled", "driver-too-old"),
+}
+GPU_FAMILY = tuple(EXPLAINED_BY)
 
 TITLES = {
     "cpu-only-torch": "torch on this machine is a CPU-only build",
@@ -38,12 +46,13 @@ TITLES = {
 }
 
 
-def deciding_fact(findings: Sequence[Finding]) -> Finding | None:
-    """The machine's finding that explains a GPU symptom best, or None."""
-    facts = [f for f in findings if f.category in GPU_FAMILY and f.severity in ("error", "warning")]
+def deciding_fact(findings: Sequence[Finding], category: str) -> Finding | None:
+    """The machine's finding that best explains a log's ``category`` of GPU problem, or None."""
+    causes = EXPLAINED_BY.get(category, ())
+    facts = [f for f in findings if f.category in causes and f.severity in ("error", "warning")]
     if not facts:
         return None
-    return min(facts, key=lambda f: (GPU_FAMILY.index(f.category), SEVERITY_ORDER[f.severity]))
+    return min(facts, key=lambda f: (causes.index(f.category), SEVERITY_ORDER[f.severity]))
 
 
 def with_machine_facts(
@@ -53,8 +62,8 @@ def with_machine_facts(
     if result.healthy or not result.diagnoses:
         return result
     lead, rest = result.diagnoses[0], result.diagnoses[1:]
-    fact = deciding_fact(findings)
-    if fact is None or lead.category not in GPU_FAMILY:
+    fact = deciding_fact(findings, lead.category)
+    if fact is None:
         return result
     if fact.category == lead.category:
         confirmed = replace(
