@@ -158,3 +158,14 @@ def test_recorded_on_an_h100_with_the_gpu_hidden(capsys: pytest.CaptureFixture[s
         f"probe file {probe_file}: CUDA_VISIBLE_DEVICES='' hides every GPU from CUDA programs "
         "(nvidia-smi still lists 1): torch.cuda.is_available() is False"
     )
+
+
+def test_a_container_without_the_uvm_node_explains_the_corpus_log() -> None:
+    corpus = Path(__file__).parent / "corpus" / "nvidia-docker-1085-missing-nvidia-uvm-device"
+    h200 = _h200()
+    host = replace(h200.host, container="docker", nvidia_devices=("nvidia0", "nvidiactl"))
+    result = explain_text((corpus / "log.txt").read_bytes())
+    result = with_machine_facts(result, analyze(replace(h200, host=host)), "this machine")
+    (lead,) = result.diagnoses
+    assert lead.category == "no-gpu-visible"
+    assert "but no /dev/nvidia-uvm" in lead.evidence[-1]

@@ -63,3 +63,37 @@ def test_a_gpu_uuid_prefix_is_a_valid_entry() -> None:
     assert gpu.uuid
     probe = replace(probe, host=replace(probe.host, cuda_visible_devices=gpu.uuid[:10]))
     assert not [f for f in analyze(probe) if f.category == "no-gpu-visible"]
+
+
+@pytest.mark.parametrize(
+    ("devices", "caps", "expect"),
+    [
+        (("nvidia0", "nvidiactl"), None, "but no /dev/nvidia-uvm"),
+        (
+            ("nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidiactl"),
+            "utility",
+            "leaves out 'compute'",
+        ),
+        (("nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidiactl"), "compute,utility", None),
+        (("nvidia-uvm", "nvidia0", "nvidiactl"), "", None),  # empty: the toolkit's default
+        (("nvidia-uvm", "nvidia0", "nvidiactl"), "all", None),
+    ],
+    ids=["no-uvm", "no-compute", "compute", "empty", "all"],
+)
+def test_a_container_that_shows_the_gpu_but_cannot_run_cuda(
+    devices: tuple[str, ...], caps: str | None, expect: str | None
+) -> None:
+    probe = load_probe(H200)
+    host = replace(
+        probe.host, container="docker", nvidia_devices=devices, nvidia_driver_capabilities=caps
+    )
+    found = [
+        f.message for f in analyze(replace(probe, host=host)) if f.category == "no-gpu-visible"
+    ]
+    assert [expect in m for m in found] == ([True] if expect else [])
+
+
+def test_outside_a_container_a_missing_uvm_node_is_no_finding() -> None:
+    probe = load_probe(H200)
+    host = replace(probe.host, container=None, nvidia_devices=("nvidia0", "nvidiactl"))
+    assert not [f for f in analyze(replace(probe, host=host)) if f.category == "no-gpu-visible"]

@@ -145,7 +145,20 @@ def test_linux_replay_of_this_container() -> None:
         disk_free_bytes=80 * GIB,
         wsl=False,
         container="docker",
+        nvidia_devices=(),
     )
+
+
+def test_linux_replay_lists_the_nvidia_device_nodes_and_the_gpu_variables() -> None:
+    files = {**debian_files(), "/dev/nvidiactl": "", "/dev/nvidia0": "", "/dev/null": ""}
+    machine = ReplayMachine(
+        files=files,
+        environ={"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+    )
+    with platforms.override("linux"):
+        info = probe_host(Path("/work/build"), machine=machine)
+    assert info.nvidia_devices == ("nvidia0", "nvidiactl")
+    assert (info.cuda_visible_devices, info.nvidia_driver_capabilities) == ("0", "compute,utility")
 
 
 def hybrid_topology(p_cores: int, e_cores: int) -> dict[str, str]:

@@ -148,6 +148,43 @@ def check_visible_devices(probe: Probe, ctx: Context) -> Iterator[Finding]:
     )
 
 
+def check_container_gpu_access(probe: Probe, ctx: Context) -> Iterator[Finding]:
+    """GPUs that nvidia-smi sees inside a container, which CUDA still cannot use."""
+    host = probe.host
+    nvidia = [g for g in probe.gpus if g.vendor == "nvidia"]
+    if host.os != "linux" or not host.container or not nvidia:
+        return
+    torch_wants_cuda = probe.torch is not None and probe.torch.cuda is not None
+    severity: Severity = "error" if torch_wants_cuda else "warning"
+    devices = host.nvidia_devices
+    if devices and "nvidia-uvm" not in devices:
+        shown = ", ".join(f"/dev/{d}" for d in devices[:4])
+        yield Finding(
+            "no-gpu-visible",
+            severity,
+            f"this {host.container} container has {shown} but no /dev/nvidia-uvm: nvidia-smi "
+            "works, CUDA cannot initialise (torch.cuda.is_available() is False)",
+            "start the container through the NVIDIA Container Toolkit (docker run --gpus all, or "
+            "--runtime=nvidia), which passes /dev/nvidia-uvm as well; when passing devices by hand "
+            "add --device /dev/nvidia-uvm --device /dev/nvidia-uvm-tools (the host creates the "
+            "nodes with `nvidia-modprobe -u -c=0`)",
+            subject="gpu",
+            source="https://github.com/NVIDIA/nvidia-docker/issues/1085",
+        )
+    caps = (host.nvidia_driver_capabilities or "").strip()
+    wanted = {c.strip() for c in caps.split(",")}
+    if caps and not wanted & {"compute", "all"}:
+        yield Finding(
+            "no-gpu-visible",
+            severity,
+            f"NVIDIA_DRIVER_CAPABILITIES={caps!r} leaves out 'compute': the container toolkit does "
+            "not mount the CUDA driver library (libcuda), so nvidia-smi works and CUDA does not",
+            "start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)",
+            subject="gpu",
+            source="https://github.com/AbdBarho/stable-diffusion-webui-docker/issues/348",
+        )
+
+
 def _mig_notes(probe: Probe) -> Iterator[Finding]:
     for gpu in probe.gpus:
         if (gpu.mig_mode or "").lower() == "enabled":
@@ -250,6 +287,7 @@ def check_resources(probe: Probe, ctx: Context) -> Iterator[Finding]:
 CHECKS: tuple[Check, ...] = (
     check_gpus,
     check_visible_devices,
+    check_container_gpu_access,
     check_python,
     check_resources,
     checks_torch.check_cpu_only,

@@ -179,6 +179,7 @@ def _read_linux(m: Machine, info: HostInfo) -> HostInfo:
         cores_performance=p_cores,
         cores_efficiency=e_cores,
         wsl=detect_wsl(m.read_text("/proc/version"), m.env),
+        nvidia_devices=tuple(n for n in m.listdir("/dev") if n.startswith("nvidia")),
         container=detect_container(
             env=m.env,
             dockerenv=m.exists("/.dockerenv"),
@@ -222,8 +223,12 @@ def probe_host(
         errors.append(f"{os_name} host details: {type(exc).__name__}: {exc}")
         info = base
     info = _with_disk(m, info, disk_path, errors)
-    visible = m.env.get("CUDA_VISIBLE_DEVICES")
-    return dataclasses.replace(info, cuda_visible_devices=visible, error="; ".join(errors) or None)
+    return dataclasses.replace(
+        info,
+        cuda_visible_devices=m.env.get("CUDA_VISIBLE_DEVICES"),
+        nvidia_driver_capabilities=m.env.get("NVIDIA_DRIVER_CAPABILITIES"),
+        error="; ".join(errors) or None,
+    )
 
 
 def _with_resources(m: Machine, info: HostInfo, errors: list[str]) -> HostInfo:

@@ -77,6 +77,11 @@ def validate_probe(probe: Probe) -> None:
     _text("host.cpu_model", host.cpu_model, MAX_NAME)
     _text("host.arch", host.arch, 32)
     _text("host.cuda_visible_devices", host.cuda_visible_devices, MAX_NAME * 16)
+    _text("host.nvidia_driver_capabilities", host.nvidia_driver_capabilities, MAX_NAME)
+    if host.nvidia_devices is not None:
+        _int("host.nvidia_devices (count)", len(host.nvidia_devices), 0, 4096)
+        for name in host.nvidia_devices:
+            _text("host.nvidia_devices", name, MAX_NAME)
     for key in ("cores_physical", "cores_logical", "cores_performance", "cores_efficiency"):
         _int(
             f"host.{key}",

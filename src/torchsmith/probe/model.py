@@ -46,6 +46,8 @@ class HostInfo:
     wsl: bool = False
     container: str | None = None  # "docker", "podman", "lxc", "kubernetes", "container" or None
     cuda_visible_devices: str | None = None  # the variable as set (None: not set)
+    nvidia_driver_capabilities: str | None = None  # NVIDIA_DRIVER_CAPABILITIES (containers)
+    nvidia_devices: tuple[str, ...] | None = None  # /dev/nvidia* on Linux: nvidiactl, nvidia-uvm...
     error: str | None = None
 
 
