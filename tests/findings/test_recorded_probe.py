@@ -97,3 +97,13 @@ def test_outside_a_container_a_missing_uvm_node_is_no_finding() -> None:
     probe = load_probe(H200)
     host = replace(probe.host, container=None, nvidia_devices=("nvidia0", "nvidiactl"))
     assert not [f for f in analyze(replace(probe, host=host)) if f.category == "no-gpu-visible"]
+
+
+def test_the_recorded_h100_container_reads_its_device_nodes_and_has_no_finding() -> None:
+    probe = load_probe(Path(__file__).parents[1] / "fixtures" / "h100-linux" / "doctor.json")
+    host = probe.host
+    assert host.container == "docker"
+    assert host.nvidia_devices is not None
+    assert {"nvidia0", "nvidiactl", "nvidia-uvm"} <= set(host.nvidia_devices)
+    assert host.nvidia_driver_capabilities == "compute,graphics,utility"
+    assert not [f for f in analyze(probe) if f.severity in ("error", "warning")]
