@@ -119,7 +119,13 @@ def test_the_same_cause_on_the_machine_confirms_the_log() -> None:
 
 def test_a_healthy_log_stays_healthy_whatever_the_machine() -> None:
     result = explain_text("Successfully installed torch-2.11.0\n")
-    assert with_machine_facts(result, analyze(_cpu_build(_h200())), "this machine") == result
+    assert with_machine_facts(result, analyze(_h200()), "this machine") == result
+    told = with_machine_facts(result, analyze(_cpu_build(_h200())), "this machine")
+    assert told.healthy
+    assert not told.diagnoses
+    assert told.summary.endswith(
+        "; this machine has 1 error finding(s): torchsmith doctor shows them"
+    )
 
 
 def test_other_families_are_left_alone() -> None:

@@ -14,7 +14,8 @@ of a probe against the knowledge base) know those facts. Given them, this module
 
 Only findings of severity error or warning take part (an info such as "a CPU build, fine on a
 machine without a GPU" decides nothing), and a healthy log stays healthy: explain does not diagnose
-a machine, doctor does. Pure: no probing here.
+a machine, doctor does (its summary only says how many errors doctor would show). Pure: no probing
+here.
 """
 
 from __future__ import annotations
@@ -60,7 +61,11 @@ def with_machine_facts(
 ) -> ExplainResult:
     """``result`` with the machine's deciding fact (if any) ranked as described above."""
     if result.healthy or not result.diagnoses:
-        return result
+        errors = sum(f.severity == "error" for f in findings)
+        if not errors:
+            return result
+        note = f"; {source} has {errors} error finding(s): torchsmith doctor shows them"
+        return replace(result, summary=result.summary + note)
     lead, rest = result.diagnoses[0], result.diagnoses[1:]
     fact = deciding_fact(findings, lead.category)
     if fact is None:
