@@ -181,7 +181,9 @@ def check_container_gpu_access(probe: Probe, ctx: Context) -> Iterator[Finding]:
             "not mount the CUDA driver library (libcuda), so nvidia-smi works and CUDA does not",
             "start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)",
             subject="gpu",
-            source="https://github.com/AbdBarho/stable-diffusion-webui-docker/issues/348",
+            # "compute: required for CUDA"; empty or unset means utility,compute
+            source="https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/cmd/"
+            "nvidia-container-runtime/README.md",
         )
 
 
