@@ -54,6 +54,14 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
     return None
 
 
+def _with_result(rule: Rule, text: str, after: str | None) -> str:
+    """The evidence of a ``next`` rule: its line and the following line that completed it."""
+    for line in (after or "").split("\n"):
+        if any(p.search(line) for p in rule.next):
+            return f"{text} -> {line.strip()}"
+    return text
+
+
 class Explainer:
     """Reads logs one after another and keeps the first match of every rule."""
 
@@ -84,7 +92,8 @@ class Explainer:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
                 values = match_line(rule, text, after or "")
                 if values is not None:
-                    self._record(rule, name, hit.line, text, values)
+                    shown = _with_result(rule, text, after) if rule.next else text
+                    self._record(rule, name, hit.line, shown, values)
         size, lines = self.scanner.last_size, self.scanner.last_lines
         self.inputs.append(InputSummary(name, encoding, size, lines))
 
