@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Any
 
 from torchsmith.findings import checks_toolchain, checks_torch, checks_vendors
-from torchsmith.findings.common import Check, Context
+from torchsmith.findings.common import Check, Context, nvidia_gpus, torch_wants_cuda
 from torchsmith.knowledge.base import platform_key
 from torchsmith.probe.model import Finding, GpuInfo, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER, Severity
@@ -54,13 +54,11 @@ def _thresholds() -> dict[str, Any]:
 
 
 def check_gpus(probe: Probe, ctx: Context) -> Iterator[Finding]:
-    nvidia = [g for g in probe.gpus if g.vendor == "nvidia"]
-    if nvidia:
+    if nvidia_gpus(probe):
         yield from _mig_notes(probe)
         return
     others = [g for g in probe.gpus if g.vendor != "nvidia"]
     reason = probe.driver.error if probe.driver and probe.driver.error else None
-    torch_wants_cuda = probe.torch is not None and probe.torch.cuda is not None
     if others:
         names = ", ".join(g.name for g in others)
         vendors = {g.vendor for g in others}
@@ -104,14 +102,14 @@ def check_gpus(probe: Probe, ctx: Context) -> Iterator[Finding]:
             "if this machine has an NVIDIA GPU, install the NVIDIA driver and check that "
             "`nvidia-smi` lists it; otherwise use CPU wheels (`torchsmith plan`)"
         )
-    severity: Severity = "warning" if (torch_wants_cuda or driver_broken) else "info"
+    severity: Severity = "warning" if (torch_wants_cuda(probe) or driver_broken) else "info"
     yield Finding("no-gpu-visible", severity, message, fix, subject="gpu")
 
 
 CUDA_ENV_DOCS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/#cuda-environment-variables"
 
 
-def visible_gpu_count(value: str, gpus: tuple[GpuInfo, ...]) -> int:
+def visible_gpu_count(value: str, gpus: Sequence[GpuInfo]) -> int:
     """How many of ``gpus`` a CUDA program sees under CUDA_VISIBLE_DEVICES=``value``.
 
     CUDA reads the comma-separated list up to its first invalid entry: "only the devices whose
@@ -131,13 +129,12 @@ def visible_gpu_count(value: str, gpus: tuple[GpuInfo, ...]) -> int:
 
 def check_visible_devices(probe: Probe, ctx: Context) -> Iterator[Finding]:
     value = probe.host.cuda_visible_devices
-    nvidia = tuple(g for g in probe.gpus if g.vendor == "nvidia")
+    nvidia = nvidia_gpus(probe)
     if value is None or not nvidia or visible_gpu_count(value, nvidia):
         return
-    torch_wants_cuda = probe.torch is not None and probe.torch.cuda is not None
     yield Finding(
         "no-gpu-visible",
-        "error" if torch_wants_cuda else "warning",
+        "error" if torch_wants_cuda(probe) else "warning",
         f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from CUDA programs (nvidia-smi still "
         f"lists {len(nvidia)}): torch.cuda.is_available() is False",
         "unset it (bash: unset CUDA_VISIBLE_DEVICES; PowerShell: Remove-Item "
@@ -151,11 +148,9 @@ def check_visible_devices(probe: Probe, ctx: Context) -> Iterator[Finding]:
 def check_container_gpu_access(probe: Probe, ctx: Context) -> Iterator[Finding]:
     """GPUs that nvidia-smi sees inside a container, which CUDA still cannot use."""
     host = probe.host
-    nvidia = [g for g in probe.gpus if g.vendor == "nvidia"]
-    if host.os != "linux" or not host.container or not nvidia:
+    if host.os != "linux" or not host.container or not nvidia_gpus(probe):
         return
-    torch_wants_cuda = probe.torch is not None and probe.torch.cuda is not None
-    severity: Severity = "error" if torch_wants_cuda else "warning"
+    severity: Severity = "error" if torch_wants_cuda(probe) else "warning"
     devices = host.nvidia_devices
     if devices and "nvidia-uvm" not in devices:
         shown = ", ".join(f"/dev/{d}" for d in devices[:4])

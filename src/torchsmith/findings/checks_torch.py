@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchsmith.findings.common import Context, major_minor
+from torchsmith.findings.common import Context, major_minor, nvidia_gpus
 from torchsmith.knowledge.compat import driver_at_least
 from torchsmith.probe.model import Finding, GpuInfo, Probe, TorchInfo
 
 PLAN_HINT = "`torchsmith plan` prints the exact install command for this machine"
 
 
-def _nvidia(probe: Probe) -> list[GpuInfo]:
-    return [g for g in probe.gpus if g.vendor == "nvidia"]
-
-
 def check_cpu_only(probe: Probe, ctx: Context) -> Iterator[Finding]:
     torch = probe.torch
     if torch is None or torch.error or torch.cuda or torch.hip:
         return
-    gpus = _nvidia(probe)
+    gpus = nvidia_gpus(probe)
     if probe.host.os == "macos":
         return  # macOS wheels never carry CUDA; MPS is what they use
     if gpus:
@@ -49,7 +45,7 @@ def check_archs(probe: Probe, ctx: Context) -> Iterator[Finding]:
     archs = torch.archs
     if archs is None or archs.error or not (archs.sass or archs.ptx):
         why = archs.error if archs and archs.error else "no CUDA fat binary found in its libraries"
-        if _nvidia(probe):
+        if nvidia_gpus(probe):
             yield Finding(
                 "other",
                 "info",
@@ -60,7 +56,7 @@ def check_archs(probe: Probe, ctx: Context) -> Iterator[Finding]:
         return
     from torchsmith.binaries.archs import runs_on  # noqa: PLC0415 (heavy only when needed)
 
-    for gpu in _nvidia(probe):
+    for gpu in nvidia_gpus(probe):
         if not gpu.compute_capability:
             continue
         verdict = runs_on(archs.sass, archs.ptx, gpu.compute_capability)

@@ -9,7 +9,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from torchsmith.probe.model import Finding, Probe
+from torchsmith.probe.model import Finding, GpuInfo, Probe
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,15 @@ class Context:
 
 
 Check = Callable[[Probe, Context], Iterable[Finding]]
+
+
+def nvidia_gpus(probe: Probe) -> list[GpuInfo]:
+    return [g for g in probe.gpus if g.vendor == "nvidia"]
+
+
+def torch_wants_cuda(probe: Probe) -> bool:
+    """The target's torch is a CUDA build (so no visible GPU is an error, not a note)."""
+    return probe.torch is not None and probe.torch.cuda is not None
 
 
 def version_key(text: str) -> Version:
