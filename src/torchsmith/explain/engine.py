@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, max_jobs
-from torchsmith.explain.model import Diagnosis, ExplainResult, InputSummary
+from torchsmith.explain.model import Diagnosis, ExplainResult, InputSummary, summary_line
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
@@ -112,14 +112,10 @@ class Explainer:
     ) -> ExplainResult:
         diagnoses = [_diagnosis(group, context or {}) for group in rank(self.matches.values())]
         total = sum(i.lines for i in self.inputs)
-        if diagnoses:
-            summary = f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
-        else:
-            summary = f"no known problem found in {total} line(s)"
         return ExplainResult(
             diagnoses=tuple(diagnoses),
             healthy=not diagnoses,
-            summary=summary,
+            summary=summary_line(diagnoses, total),
             inputs=tuple(self.inputs),
             context=source,
         )

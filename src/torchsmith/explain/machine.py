@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from torchsmith.explain.model import Diagnosis, ExplainResult
+from torchsmith.explain.model import Diagnosis, ExplainResult, summary_line
 from torchsmith.probe.model import Finding
 from torchsmith.taxonomy import SEVERITY_ORDER
 
@@ -37,7 +37,6 @@ EXPLAINED_BY = {
     "driver-too-old": ("driver-too-old",),
     "arch-not-compiled": ("arch-not-compiled", "driver-too-old"),
 }
-GPU_FAMILY = tuple(EXPLAINED_BY)
 
 TITLES = {
     "cpu-only-torch": "torch on this machine is a CPU-only build",
@@ -79,10 +78,8 @@ def with_machine_facts(
         return replace(result, diagnoses=(confirmed, *rest))
     machine = _diagnosis(fact, source, lead)
     ordered = (machine, lead, *rest) if lead.symptom else (lead, machine, *rest)
-    title = ordered[0].title
-    return replace(
-        result, diagnoses=ordered, summary=f"{len(ordered)} problem(s) found; most likely: {title}"
-    )
+    lines = sum(i.lines for i in result.inputs)
+    return replace(result, diagnoses=ordered, summary=summary_line(ordered, lines))
 
 
 def _diagnosis(fact: Finding, source: str, lead: Diagnosis) -> Diagnosis:

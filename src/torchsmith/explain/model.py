@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from torchsmith.taxonomy import Category, Severity
@@ -44,3 +45,10 @@ class ExplainResult:
     summary: str
     inputs: tuple[InputSummary, ...] = ()
     context: str | None = None  # where the machine facts behind tailored fixes came from
+
+
+def summary_line(diagnoses: Sequence[Diagnosis], lines: int) -> str:
+    """The one-line summary of a result: the count and the most likely problem, or none found."""
+    if diagnoses:
+        return f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
+    return f"no known problem found in {lines} line(s)"
