@@ -10,8 +10,6 @@ from torchsmith.commands.common import emit, json_option
 from torchsmith.errors import UsageError
 from torchsmith.explain import explain_files
 from torchsmith.explain.context import context_from_probe, describe, live_probe, load_probe_file
-from torchsmith.explain.machine import with_machine_facts
-from torchsmith.findings.analyze import analyze
 from torchsmith.render.explain import render_explain
 
 
@@ -48,6 +46,9 @@ def explain(files: tuple[str, ...], probe_file: str | None, here: bool, as_json:
     if probe is None:
         result = explain_files(names)
     else:
+        from torchsmith.explain.machine import with_machine_facts  # noqa: PLC0415 - with a probe only
+        from torchsmith.findings.analyze import analyze  # noqa: PLC0415 - loads the knowledge base
+
         result = explain_files(
             names, context=context_from_probe(probe), context_source=describe(probe, where)
         )
