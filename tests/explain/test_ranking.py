@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from torchsmith.explain import explain_text
+from torchsmith.explain.engine import Explainer
 
 BUILD_FAIL = """\
 [1/3] /usr/local/cuda/bin/nvcc -gencode arch=compute_120,code=sm_120 -c a.cu -o a.o
@@ -96,3 +97,57 @@ def test_context_tailors_the_fix() -> None:
     assert "MAX_JOBS=5" in fix  # 16 GB at 3 GB per job
     plain = explain_text(log).diagnoses[0].fix
     assert "MAX_JOBS=4" in plain
+
+
+TRACEBACK_END = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 40, in <module>\n'
+    "    main()\n"
+    '  File "/app/train.py", line 31, in main\n'
+    "    open(cfg.data_root)\n"
+    "FileNotFoundError\n"
+)
+
+
+def test_a_log_that_ends_in_an_unknown_error_is_a_failure_not_healthy() -> None:
+    result = explain_text("loading config\n" + TRACEBACK_END + "\n\n")
+    assert not result.healthy
+    top = result.diagnoses[0]
+    assert (top.rule, top.category, top.line) == ("generic.ended-in-error", "other", 7)
+    assert top.evidence == ("FileNotFoundError",)
+    assert "'FileNotFoundError'" in top.explanation
+
+
+def test_an_error_the_run_went_on_after_is_not_how_it_ended() -> None:
+    went_on = "".join(f"step {i}: loss 0.{i:02d}\n" for i in range(20))
+    assert explain_text(TRACEBACK_END + went_on).healthy
+
+
+def test_pips_resolver_notice_at_the_end_of_an_install_is_not_an_error() -> None:
+    log = (
+        "Successfully installed torch-2.7.1+cu128\n"
+        "ERROR: pip's dependency resolver does not currently take into account all the packages "
+        "that are installed. This behaviour is the source of the following dependency conflicts.\n"
+    )
+    assert explain_text(log).healthy
+
+
+def test_a_known_cause_hides_the_error_the_log_ended_with() -> None:
+    result = explain_text("ninja: build stopped: subcommand failed.\n" + TRACEBACK_END)
+    assert [d.rule for d in result.diagnoses] == ["symptom.ninja-stopped"]
+
+
+def test_an_informational_line_counts_when_the_log_ends_in_an_error() -> None:
+    """A CPU build alone is no failure; a CPU build and a run that died is most likely why."""
+    assert explain_text("PyTorch version: 2.1.0+cpu\ndone\n").healthy
+    result = explain_text("PyTorch version: 2.1.0+cpu\n" + TRACEBACK_END)
+    assert [d.category for d in result.diagnoses] == ["cpu-only-torch"]
+
+
+def test_the_end_of_a_log_is_read_across_chunks() -> None:
+    explainer = Explainer()
+    head = b"x = 1\n" * 5000
+    explainer.feed("big.log", [head + b"Traceback (most recent call last):\nKeyErr", b"or: 'w'\n"])
+    top = explainer.result().diagnoses[0]
+    assert (top.rule, top.line) == ("generic.ended-in-error", 5002)
+    assert top.evidence == ("KeyError: 'w'",)

@@ -15,6 +15,7 @@ from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fie
 from torchsmith.explain.scanner import Hit, Scanner
 
 MAX_EVIDENCE = 3
+TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Explainer:
         self.rules = tuple(load_rules() if rules is None else rules)
         self.scanner = Scanner(self.rules)
         self.matches: dict[str, _Match] = {}
+        self.tails: list[_Match] = []  # per input, the last line a ``tail`` rule matched
+        self._tail_rules = tuple(r for r in self.rules if r.tail)
         self.inputs: list[InputSummary] = []
         self._order = 0
 
@@ -95,7 +98,36 @@ class Explainer:
                     shown = _with_result(rule, text, after) if rule.next else text
                     self._record(rule, name, hit.line, shown, values)
         size, lines = self.scanner.last_size, self.scanner.last_lines
+        self._match_tail(
+            name, self.scanner.last_tail, lines, complete=len(self.scanner.last_tail) == size
+        )
         self.inputs.append(InputSummary(name, encoding, size, lines))
+
+    def _match_tail(self, name: str, tail: bytes, lines: int, complete: bool) -> None:
+        """Match the ``tail`` rules against the last TAIL_LINES non-blank lines of an input: the
+        last line one of them matches is the error the run ended with."""
+        if not self._tail_rules:
+            return
+        raws = tail.split(b"\n")
+        if raws and not raws[-1]:
+            raws.pop()  # the input ended with a newline
+        first = 0 if complete else 1  # the kept bytes may begin inside a line
+        seen = 0
+        for back, raw in enumerate(reversed(raws[first:])):
+            if not raw.strip():
+                continue
+            seen += 1
+            if seen > TAIL_LINES:
+                return
+            text = clean_line(raw)
+            for rule in self._tail_rules:
+                values = match_line(rule, text)
+                if values is not None:
+                    self._order += 1
+                    self.tails.append(
+                        _Match(rule, name, lines - back, text, values, order=self._order)
+                    )
+                    return
 
     def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
         known = self.matches.get(rule.id)
@@ -110,7 +142,8 @@ class Explainer:
     def result(
         self, context: Mapping[str, str] | None = None, source: str | None = None
     ) -> ExplainResult:
-        diagnoses = [_diagnosis(group, context or {}) for group in rank(self.matches.values())]
+        groups = rank([*self.matches.values(), *self.tails])
+        diagnoses = [_diagnosis(group, context or {}) for group in groups]
         total = sum(i.lines for i in self.inputs)
         return ExplainResult(
             diagnoses=tuple(diagnoses),
@@ -129,19 +162,23 @@ def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
     """Group matches into problems, most likely root cause first.
 
     Specific root causes win; generic ones (the first compile error) are shown only when no
-    specific rule matched, and symptoms ("ninja: build stopped") only when nothing else did.
-    Within a level: higher rule priority first, then the earlier evidence (the first real error in
-    a compile log beats the cascade after it). Matches of one category are one problem: the best
-    rule leads and the others are listed as related. A ``corroborate`` rule (an informational line
-    such as "No CUDA runtime is found") counts only when some other rule matched too: alone, the log
-    is of a run that went on.
+    specific rule matched, symptoms ("ninja: build stopped") only when nothing else did, and the
+    error a log ends with (``tail`` rules) only when no other rule matched at all. Within a level:
+    higher rule priority first, then the earlier evidence (the first real error in a compile log
+    beats the cascade after it). Matches of one category are one problem: the best rule leads and
+    the others are listed as related. A ``corroborate`` rule (an informational line such as "No
+    CUDA runtime is found") counts only when the log failed: some other rule matched too, or it
+    ends in an error. Alone, the log is of a run that went on.
     """
     ordered = sorted(matches, key=_key)
-    if all(m.rule.corroborate for m in ordered):
+    lines = [m for m in ordered if not m.rule.tail]
+    ended_in_error = [m for m in ordered if m.rule.tail]
+    if all(m.rule.corroborate for m in lines) and not ended_in_error:
         return []
-    causes = [m for m in ordered if not m.rule.symptom and not m.rule.generic]
-    generic = [m for m in ordered if m.rule.generic and not m.rule.symptom]
-    chosen = causes or generic or [m for m in ordered if m.rule.symptom]
+    causes = [m for m in lines if not m.rule.symptom and not m.rule.generic]
+    generic = [m for m in lines if m.rule.generic and not m.rule.symptom]
+    symptoms = [m for m in lines if m.rule.symptom]
+    chosen = causes or generic or symptoms or ended_in_error
     groups: dict[str, list[_Match]] = {}
     for match in chosen:
         groups.setdefault(match.rule.category, []).append(match)

@@ -24,6 +24,7 @@ from torchsmith.explain.reader import MAX_CARRY, Stream
 from torchsmith.explain.scanner import (
     SAMPLE_PIECE,
     SAMPLE_PIECES,
+    TAIL_BYTES,
     Hit,
     Plan,
     RawHit,
@@ -64,15 +65,16 @@ def _bom(stream: Stream) -> int:
 
 
 def scan_stream(scanner: Scanner, stream: Stream) -> Iterator[Hit]:
-    """Hits of the file behind ``stream`` in line order; sets the scanner's last_size/last_lines."""
+    """Hits of the file behind ``stream`` in line order; sets the scanner's last_size, last_lines
+    and last_tail."""
     if stream.close:
         stream.handle.close()
     path, start = stream.name, _bom(stream)
     size = Path(path).stat().st_size
     with Path(path).open("rb") as handle:
         plan = scanner._plan(choose_triggers(scanner.minimal, _sample(handle, start, size)))
-        handle.seek(max(size - 1, start))
-        tail = handle.read(1)
+        handle.seek(max(size - TAIL_BYTES, start))
+        tail = handle.read(TAIL_BYTES)
     edges = [*range(start, size, REGION), size]
     regions = iter([(path, a, b, a != start) for a, b in itertools.pairwise(edges)])
     workers = worker_count()
@@ -92,7 +94,8 @@ def scan_stream(scanner: Scanner, stream: Stream) -> Iterator[Hit]:
                 yield Hit(line_base + before, raw, rule_ids, after)
             line_base += newlines
     scanner.last_size = size - start
-    scanner.last_lines = line_base - 1 + (0 if tail in (b"\n", b"") else 1)
+    scanner.last_lines = line_base - 1 + (0 if tail[-1:] in (b"\n", b"") else 1)
+    scanner.last_tail = tail
 
 
 def _sample(handle: BinaryIO, start: int, size: int) -> bytes:

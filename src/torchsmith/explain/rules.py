@@ -9,6 +9,10 @@ by newlines (a statement and its printed result: ``torch.cuda.is_available()`` t
 templates filled with those values. ``fix_context`` templates are tried first and used when every
 field they name is known (from the log or from the machine's probe). Every rule has a ``source``
 (a public report of the failure) and ``examples`` (real log lines that must match it).
+
+A ``tail`` rule has no anchors: it is matched only against the last few non-blank lines of each log
+(the error a run ended with) and is shown only when no other rule matched, so a log that ends in an
+error nothing recognises is reported as a failure, not as healthy.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ _KNOWN_KEYS = frozenset(
         "corroborate",
         "require",
         "next",
+        "tail",
     }
 )
 
@@ -91,6 +96,8 @@ class Rule:
     require: tuple[re.Pattern[str], ...] = ()
     # one of these must be found in the next few non-blank lines (examples: the line, "\n", them)
     next: tuple[re.Pattern[str], ...] = ()
+    # matched only against the last TAIL_LINES non-blank lines of a log, when nothing else matched
+    tail: bool = False
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict)
@@ -172,7 +179,10 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         raise KnowledgeError(f"{where}: unknown severity {severity!r}")
     if not str(raw["source"]).startswith("https://"):
         raise KnowledgeError(f"{where}: source must be an https URL")
-    anchors = _strings(raw["anchors"], where, "anchors")
+    tail = bool(raw.get("tail", False))
+    anchors = _strings(raw["anchors"], where, "anchors", empty=tail)
+    if tail and anchors:
+        raise KnowledgeError(f"{where}: a tail rule reads the end of the log, not anchored lines")
     rule = Rule(
         id=rid,
         family=family,
@@ -191,6 +201,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
         require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
         next=_compile(_strings(raw.get("next", []), where, "next", empty=True), where),
+        tail=tail,
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),

@@ -15,7 +15,8 @@ the chunk plus the Python work on the lines it hits. Small inputs skip the sampl
 minimal anchors (anchors that contain no shorter anchor) as triggers. The plan only changes speed:
 hit lines are always checked against the exact anchors.
 
-Line numbers are counted only up to hits (and once to the end of the chunk).
+Line numbers are counted only up to hits (and once to the end of the chunk). The last TAIL_BYTES
+of the input are kept for the ``tail`` rules, which read only how a log ends.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PASS_NS_BASE = 0.07
 PASS_NS_LENGTH = 3.2
 HIT_NS = 2000.0
 ANCHOR_TEST_NS = 80.0
+TAIL_BYTES = 16 * 1024  # the end of the input kept for ``tail`` rules (TAIL_LINES fit easily)
 
 # trigger -> the anchors containing it, each with the rule indices that own it
 Plan = tuple[tuple[bytes, tuple[tuple[bytes, tuple[int, ...]], ...]], ...]
@@ -56,6 +58,7 @@ class Scanner:
         self.rules = tuple(rules)
         self.last_size = 0
         self.last_lines = 0
+        self.last_tail = b""  # the input's last TAIL_BYTES
         owners: dict[bytes, set[int]] = {}
         for index, rule in enumerate(self.rules):
             for literal in rule.anchors:
@@ -84,17 +87,19 @@ class Scanner:
         return self.sampled
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Hit]:
-        """Hits in line order; afterwards ``last_size`` and ``last_lines`` describe the input."""
-        line_base, size, tail = 1, 0, b"\n"
+        """Hits in line order; afterwards ``last_size``, ``last_lines`` and ``last_tail`` describe
+        the input."""
+        line_base, size, tail = 1, 0, b""
         for chunk in chunks:
             if not chunk:
                 continue
             newlines = yield from self._scan_chunk(chunk, line_base)
             line_base += newlines
             size += len(chunk)
-            tail = chunk[-1:]
+            tail = (tail + chunk[-TAIL_BYTES:])[-TAIL_BYTES:]
         self.last_size = size
-        self.last_lines = line_base - 1 + (0 if tail == b"\n" else 1)
+        self.last_lines = line_base - 1 + (0 if tail[-1:] in (b"\n", b"") else 1)
+        self.last_tail = tail
 
     def _scan_chunk(self, chunk: bytes, line_base: int) -> Generator[Hit, None, int]:
         """Yield the chunk's hits in line order; return the number of newlines in the chunk."""
