@@ -24,8 +24,8 @@ from torchsmith.util.toml import loads_toml
 
 HERE = Path(__file__).parent / "messages"
 KEYS = {"project", "source", "template", "printed", "category", "why"}
-# printf, str.format, f-string, Rust format!, Windows %1 and shell ${x} placeholders
-PLACEHOLDER = re.compile(r"%[-+ #0-9.*]*(?:l{0,2}|z|h)[sdiuxXfFgGeEcp]|%\d|\{[^{}]*\}|\$\{\w+\}")
+# printf, Go's fmt, str.format, f-string, Rust format!, Windows %1 and shell ${x} placeholders
+PLACEHOLDER = re.compile(r"%[-+ #0-9.*]*(?:l{0,2}|z|h)[sdiuxXfFgGeEcpqvw]|%\d|\{[^{}]*\}|\$\{\w+\}")
 # a repository's file at a commit, another primary document (a vendor's page), or a message
 # recorded here from the real tool (nvcc, ld, gcc)
 COMMIT_URL = re.compile(
