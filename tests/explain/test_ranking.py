@@ -151,3 +151,21 @@ def test_the_end_of_a_log_is_read_across_chunks() -> None:
     top = explainer.result().diagnoses[0]
     assert (top.rule, top.line) == ("generic.ended-in-error", 5002)
     assert top.evidence == ("KeyError: 'w'",)
+
+
+OLD_GPU_WARNING = """\
+/usr/lib/python3/site-packages/torch/cuda/__init__.py:87: UserWarning:
+    Found GPU0 {name} which is of cuda capability 3.0.
+    PyTorch no longer supports this GPU because it is too old.
+    The minimum cuda capability that we support is 3.5.
+"""
+
+
+def test_a_rule_that_overrides_another_cancels_its_matches() -> None:
+    # torch's old-GPU warning misreads an AMD GPU (ROCm build): no finding when the run went on
+    amd = OLD_GPU_WARNING.format(name="Ellesmere [Radeon RX 470/480/570/570X/580/580X]")
+    assert explain_text(amd + "tensor([9], device='cuda:0')\n").healthy
+    nvidia = OLD_GPU_WARNING.format(name="GeForce GTX 770")
+    assert [d.rule for d in explain_text(nvidia).diagnoses] == ["arch.gpu-too-old"]
+    failed = explain_text(amd + "RuntimeError: boom\n")
+    assert [d.rule for d in failed.diagnoses] == ["arch.rocm-capability-misread"]

@@ -168,9 +168,12 @@ def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
     beats the cascade after it). Matches of one category are one problem: the best rule leads and
     the others are listed as related. A ``corroborate`` rule (an informational line such as "No
     CUDA runtime is found") counts only when the log failed: some other rule matched too, or it
-    ends in an error. Alone, the log is of a run that went on.
+    ends in an error. Alone, the log is of a run that went on. A rule that ``overrides`` others
+    cancels their matches: its line shows their evidence is misleading in this log.
     """
     ordered = sorted(matches, key=_key)
+    cancelled = {rid for m in ordered for rid in m.rule.overrides}
+    ordered = [m for m in ordered if m.rule.id not in cancelled]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
     if all(m.rule.corroborate for m in lines) and not ended_in_error:

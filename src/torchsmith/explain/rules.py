@@ -69,6 +69,7 @@ _KNOWN_KEYS = frozenset(
         "require",
         "next",
         "tail",
+        "overrides",
     }
 )
 
@@ -98,6 +99,9 @@ class Rule:
     next: tuple[re.Pattern[str], ...] = ()
     # matched only against the last TAIL_LINES non-blank lines of a log, when nothing else matched
     tail: bool = False
+    # rule ids this one cancels when it matched in the same run (a line that shows another rule's
+    # evidence is misleading here: torch's capability warning on a ROCm build)
+    overrides: tuple[str, ...] = ()
     fix_context: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict)
@@ -202,6 +206,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
         next=_compile(_strings(raw.get("next", []), where, "next", empty=True), where),
         tail=tail,
+        overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),
@@ -271,3 +276,7 @@ def _check_unique(rules: list[Rule]) -> None:
         if rule.id in seen:
             raise KnowledgeError(f"explain rules: duplicate rule id {rule.id!r}")
         seen.add(rule.id)
+    for rule in rules:
+        unknown = set(rule.overrides) - seen
+        if unknown:
+            raise KnowledgeError(f"explain rules: {rule.id} overrides unknown {sorted(unknown)}")
