@@ -100,7 +100,7 @@ def test_c10d_link_failure_is_a_stale_build(log: str) -> None:
             "companion-version-mismatch",
         ),
         ("    PyTorch 2.1.2+cu121 with CUDA 1201 (you have 2.1.2+cpu)", "cpu-only-torch"),
-        (  # a GPU build uninstalled mid-install (untagged, it may be an upgrade asked for: corroborates)
+        (  # a GPU build uninstalled mid-install (an untagged one may be an upgrade: corroborates)
             "  Attempting uninstall: torch\n    Found existing installation: torch 2.5.1+cu124",
             "companion-version-mismatch",
         ),

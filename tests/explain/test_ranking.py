@@ -169,3 +169,15 @@ def test_a_rule_that_overrides_another_cancels_its_matches() -> None:
     assert [d.rule for d in explain_text(nvidia).diagnoses] == ["arch.gpu-too-old"]
     failed = explain_text(amd + "RuntimeError: boom\n")
     assert [d.rule for d in failed.diagnoses] == ["arch.rocm-capability-misread"]
+
+
+def test_an_install_that_finished_after_resolver_errors_is_healthy() -> None:
+    log = (
+        "ERROR: torchvision 0.9.1 has requirement torch==1.8.1, but you'll have torch "
+        "1.9.0.dev20210217+cu112 which is incompatible.\n"
+        "Installing collected packages: torch\n"
+        "Successfully installed torch-1.9.0.dev20210217+cu112\n"
+    )
+    assert explain_text(log).healthy
+    crashed = log + "Traceback (most recent call last):\nRuntimeError: boom\n"
+    assert not explain_text(crashed).healthy

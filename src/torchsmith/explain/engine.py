@@ -105,7 +105,8 @@ class Explainer:
 
     def _match_tail(self, name: str, tail: bytes, lines: int, complete: bool) -> None:
         """Match the ``tail`` rules against the last TAIL_LINES non-blank lines of an input: the
-        last line one of them matches is the error the run ended with."""
+        last line one of them matches is the error the run ended with, unless it is a line that
+        says the run finished well (``ends_well``)."""
         if not self._tail_rules:
             return
         raws = tail.split(b"\n")
@@ -123,6 +124,8 @@ class Explainer:
             for rule in self._tail_rules:
                 values = match_line(rule, text)
                 if values is not None:
+                    if rule.ends_well:
+                        return  # the run went on to finish well after any error above
                     self._order += 1
                     self.tails.append(
                         _Match(rule, name, lines - back, text, values, order=self._order)

@@ -70,6 +70,7 @@ _KNOWN_KEYS = frozenset(
         "next",
         "tail",
         "overrides",
+        "ends_well",
     }
 )
 
@@ -99,6 +100,9 @@ class Rule:
     next: tuple[re.Pattern[str], ...] = ()
     # matched only against the last TAIL_LINES non-blank lines of a log, when nothing else matched
     tail: bool = False
+    # a tail rule whose line means the run finished well ("Successfully installed ..."): an error
+    # printed before it is not how the run ended
+    ends_well: bool = False
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
@@ -187,6 +191,8 @@ def _parse_rule(family: str, raw: Any) -> Rule:
     anchors = _strings(raw["anchors"], where, "anchors", empty=tail)
     if tail and anchors:
         raise KnowledgeError(f"{where}: a tail rule reads the end of the log, not anchored lines")
+    if raw.get("ends_well") and not tail:
+        raise KnowledgeError(f"{where}: ends_well is for tail rules (the end of the log)")
     rule = Rule(
         id=rid,
         family=family,
@@ -206,6 +212,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
         next=_compile(_strings(raw.get("next", []), where, "next", empty=True), where),
         tail=tail,
+        ends_well=bool(raw.get("ends_well", False)),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
