@@ -12,7 +12,10 @@ field they name is known (from the log or from the machine's probe). Every rule 
 
 A ``tail`` rule has no anchors: it is matched only against the last few non-blank lines of each log
 (the error a run ended with) and is shown only when no other rule matched, so a log that ends in an
-error nothing recognises is reported as a failure, not as healthy.
+error nothing recognises is reported as a failure, not as healthy. A tail rule marked ``ends_well``
+(pip's "Successfully installed ...") says the run finished: errors printed before it are not how it
+ended. A rule that ``overrides`` other rule ids cancels their matches in the same run (torch's
+old-GPU warning naming an AMD GPU on a ROCm build makes the warning's own rule misleading).
 """
 
 from __future__ import annotations
