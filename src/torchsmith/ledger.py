@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,6 +127,21 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL. The switch needs the file to itself, and SQLite answers "database
+    is locked" at once (without waiting out busy_timeout) while another process holds it, e.g. a
+    second torchsmith migrating the same new ledger: retry until the busy timeout has passed."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Ledger:
     """The ledger at ``path`` (default: :func:`default_path`), created and migrated on first use."""
 
@@ -172,7 +188,7 @@ class Ledger:
             raise self._unusable(IsADirectoryError("not a regular file"))
         conn = self._raw_connect()
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
+            _set_wal(conn)
             # BEGIN IMMEDIATE serialises two first openings racing to migrate.
             conn.execute("BEGIN IMMEDIATE")
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
