@@ -24,6 +24,7 @@ from torchsmith.util.toml import loads_toml
 
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("train", "heldout")
+READINGS = CORPUS / "blind_readings.tsv"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class SplitScore:
     healthy: int = 0
     false_alarms: list[str] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
+    right: set[str] = field(default_factory=set)  # the cases scored right
 
     @property
     def failing(self) -> int:
@@ -94,13 +96,37 @@ def score(cases: list[Case]) -> dict[str, SplitScore]:
                 s.false_alarms.append(f"{case.name}: {[d.rule for d in result.diagnoses]}")
             else:
                 s.hits += 1
+                s.right.add(case.name)
             continue
         top = result.diagnoses[0].category if result.diagnoses else None
         if top == case.category:
             s.hits += 1
+            s.right.add(case.name)
         else:
             s.misses.append(f"{case.name}: want {case.category}, got {top}")
     return scores
+
+
+def load_readings(path: Path = READINGS) -> dict[str, str]:
+    """The blind readers' verdicts (BLIND_READING.md): case -> category, healthy or cannot-tell."""
+    found = {}
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            case, verdict = line.split("\t")[:2]
+            found[case] = verdict
+    return found
+
+
+def blind_line(split: str, cases: list[Case], s: SplitScore, readings: dict[str, str]) -> str:
+    """explain on the failing logs whose confirmed cause a blind reader of the log alone named."""
+    read = [c for c in cases if c.split == split and not c.healthy and c.name in readings]
+    named = [c for c in read if readings[c.name] == c.category]
+    hits = sum(c.name in s.right for c in named)
+    share = f" = {100 * hits / len(named):.1f}%" if named else ""
+    return (
+        f"{split}: {len(read)} failing logs read blind, the reader named the confirmed cause of "
+        f"{len(named)}; top-1 on those {hits}/{len(named)}{share}"
+    )
 
 
 def batches(cases: list[Case]) -> dict[str, list[Case]]:
@@ -140,6 +166,10 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
             f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
+    readings = load_readings()
+    out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause:"]
+    out += [""]
+    out += [f"- {blind_line(split, cases, scores[split], readings)}" for split in SPLITS]
     for name, group in batches(cases).items():
         b = score(group)["heldout"]
         out += [
@@ -194,8 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = load_cases()
     scores = score(cases)
+    readings = load_readings()
     for split in SPLITS:
         print(scores[split].line(split))
+        print("  " + blind_line(split, cases, scores[split], readings))
         if not args.quiet and (split == "train" or args.show_heldout):
             for miss in scores[split].misses + scores[split].false_alarms:
                 print(f"  {split} miss: {miss}")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, score
+from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, load_readings, score
+from torchsmith.taxonomy import CATEGORIES
 
 GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
 # train holds every studied miss, including logs no rule can diagnose (no error text, cut before the
@@ -51,3 +52,15 @@ def test_corpus_accuracy(scores: dict[str, SplitScore], split: str) -> None:
     else:
         # held-out misses are not printed: whoever studies one must move it to train (README)
         assert s.top1 >= GOAL, "held-out top-1 below the goal"
+
+
+def test_blind_readings_name_real_cases_and_verdicts() -> None:
+    """blind_readings.tsv: a verdict per case, a category, healthy or cannot-tell."""
+    names = {c.name for c in load_cases()}
+    readings = load_readings()
+    assert readings
+    stray = set(readings) - names
+    assert not stray, f"readings of cases not in the corpus: {stray}"
+    allowed = {*CATEGORIES, "healthy", "cannot-tell"}
+    odd = {case: v for case, v in readings.items() if v not in allowed}
+    assert not odd, f"verdicts outside the taxonomy: {odd}"
