@@ -167,8 +167,8 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
     readings = load_readings()
-    out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause:"]
-    out += [""]
+    out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause"]
+    out += ["(today's rules; studied misses sit in train, so first answers are in item 19):", ""]
     out += [f"- {blind_line(split, cases, scores[split], readings)}" for split in SPLITS]
     for name, group in batches(cases).items():
         b = score(group)["heldout"]
