@@ -107,6 +107,24 @@ def score(cases: list[Case]) -> dict[str, SplitScore]:
     return scores
 
 
+def subset(whole: SplitScore, group: list[Case]) -> SplitScore:
+    """The score of ``group`` (cases of one split) read off the split's score, without rerunning."""
+    names = {c.name for c in group}
+
+    def mine(entries: list[str]) -> list[str]:
+        return [e for e in entries if e.partition(":")[0] in names]
+
+    right = whole.right & names
+    return SplitScore(
+        cases=len(group),
+        hits=len(right),
+        healthy=sum(c.healthy for c in group),
+        false_alarms=mine(whole.false_alarms),
+        misses=mine(whole.misses),
+        right=right,
+    )
+
+
 def load_readings(path: Path = READINGS) -> dict[str, str]:
     """The blind readers' verdicts (BLIND_READING.md): case -> category, healthy or cannot-tell."""
     found = {}
@@ -148,7 +166,9 @@ def _counts(cases: list[Case], key: str) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
+def coverage_markdown(
+    cases: list[Case], scores: dict[str, SplitScore], readings: dict[str, str]
+) -> str:
     healthy = sum(c.healthy for c in cases)
     recorded = sum(c.name.startswith("recorded-") for c in cases)
     out = [
@@ -166,12 +186,11 @@ def coverage_markdown(cases: list[Case], scores: dict[str, SplitScore]) -> str:
             f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
-    readings = load_readings()
     out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause"]
     out += ["(today's rules; studied misses sit in train, so first answers are in item 19):", ""]
     out += [f"- {blind_line(split, cases, scores[split], readings)}" for split in SPLITS]
     for name, group in batches(cases).items():
-        b = score(group)["heldout"]
+        b = subset(scores["heldout"], group)
         out += [
             "",
             f"Held-out batch `{name}` ({b.cases} cases, gathered after that round's rules): "
@@ -232,10 +251,10 @@ def main(argv: list[str] | None = None) -> int:
             for miss in scores[split].misses + scores[split].false_alarms:
                 print(f"  {split} miss: {miss}")
     for name, group in batches(cases).items():
-        print(score(group)["heldout"].line(f"heldout batch {name}"))
+        print(subset(scores["heldout"], group).line(f"heldout batch {name}"))
     if args.readme:
         readme = CORPUS / "README.md"
-        text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores))
+        text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores, readings))
         readme.write_text(update_readme(text, cases_markdown(cases), "corpus_cases"), "utf-8")
     return 0
 
