@@ -19,12 +19,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.explain.first_answers import load_record
 from torchsmith.explain import explain_files
+from torchsmith.explain.model import BASES
+from torchsmith.explain.track_record import Tally, TrackRecord
 from torchsmith.util.toml import loads_toml
 
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("train", "heldout")
 READINGS = CORPUS / "blind_readings.tsv"
+TRACK_RECORD = Path(__file__).parents[2] / "src/torchsmith/explain/track_record.toml"
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,64 @@ def blind_line(split: str, cases: list[Case], s: SplitScore, readings: dict[str,
     )
 
 
+def first_answers(cases: list[Case], rows: list[dict[str, str]] | None = None) -> TrackRecord:
+    """explain's recorded first answers (first_answers.tsv) scored against today's labels."""
+    rows = load_record() if rows is None else rows
+    labels = {c.name: c for c in cases}
+    tallies = {basis: [0, 0] for basis in BASES}
+    failing = healthy = silent = false_alarms = 0
+    for row in rows:
+        case = labels[row["case"]]
+        if case.healthy:
+            healthy += 1
+            false_alarms += row["answer"] != "none"
+        elif row["basis"] == "none":
+            failing += 1
+            silent += 1
+        else:
+            failing += 1
+            tally = tallies[row["basis"]]  # type: ignore[index]
+            tally[0] += 1
+            tally[1] += row["answer"] == case.category
+    return TrackRecord(
+        batches=len({row["batch"] for row in rows}),
+        failing=failing,
+        healthy=healthy,
+        silent_on_failing=silent,
+        false_alarms=false_alarms,
+        by_basis={b: Tally(n, right) for b, (n, right) in tallies.items() if n},
+    )
+
+
+def first_answer_lines(record: TrackRecord) -> list[str]:
+    right = sum(t.right for t in record.by_basis.values())
+    out = [
+        f"first answers on {record.batches} unseen batches: top-1 {right}/{record.failing} = "
+        f"{100 * right / record.failing:.1f}% on failing logs, silent on "
+        f"{record.silent_on_failing}; false alarms {record.false_alarms}/{record.healthy}"
+    ]
+    for basis, t in record.by_basis.items():
+        out.append(f"  decided by {basis}: {t.right}/{t.answered} = {100 * t.share:.1f}% right")
+    return out
+
+
+def track_record_toml(record: TrackRecord) -> str:
+    out = [
+        "# explain's first answers on logs nobody had tuned it for, by what decided them.",
+        "# Written by `python -m tests.explain.corpus_score --readme` from",
+        "# tests/explain/corpus/first_answers.tsv (each case answered once, with the rules",
+        "# before its batch came in; today's labels).",
+        f"batches = {record.batches}",
+        f"failing = {record.failing}",
+        f"healthy = {record.healthy}",
+        f"silent_on_failing = {record.silent_on_failing}",
+        f"false_alarms = {record.false_alarms}",
+    ]
+    for basis, t in record.by_basis.items():
+        out += ["", f'[basis."{basis}"]', f"answered = {t.answered}", f"right = {t.right}"]
+    return "\n".join(out) + "\n"
+
+
 def batches(cases: list[Case]) -> dict[str, list[Case]]:
     """Held-out cases per ``batch`` (gathered after a round of rule writing, not tuned against)."""
     out: dict[str, list[Case]] = {}
@@ -186,6 +248,8 @@ def coverage_markdown(
             f"| {s.failing_hits}/{s.failing} = {100 * s.top1:.1f}% "
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
+    out += ["", "explain's first answers, recorded as each unseen batch came in:", ""]
+    out += [f"    {line}" for line in first_answer_lines(first_answers(cases))]
     out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause"]
     out += ["(today's rules; studied misses sit in train, so first answers are in item 19):", ""]
     out += [f"- {blind_line(split, cases, scores[split], readings)}" for split in SPLITS]
@@ -252,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {split} miss: {miss}")
     for name, group in batches(cases).items():
         print(subset(scores["heldout"], group).line(f"heldout batch {name}"))
+    record = first_answers(cases)
+    print("\n".join(first_answer_lines(record)))
     if args.readme:
+        TRACK_RECORD.write_text(track_record_toml(record), "utf-8")
         readme = CORPUS / "README.md"
         text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores, readings))
         readme.write_text(update_readme(text, cases_markdown(cases), "corpus_cases"), "utf-8")

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.explain.corpus_score import SPLITS, SplitScore, load_cases, load_readings, score
+from tests.explain.corpus_score import (
+    SPLITS,
+    TRACK_RECORD,
+    SplitScore,
+    first_answers,
+    load_cases,
+    load_readings,
+    score,
+)
+from tests.explain.first_answers import load_record
+from torchsmith.explain.model import BASES
+from torchsmith.explain.track_record import parse_track_record
 from torchsmith.taxonomy import CATEGORIES
 
 GOAL = 0.9  # issue 11: >= 90% top-1 on the held-out split, 0 false alarms on healthy logs
@@ -64,3 +75,29 @@ def test_blind_readings_name_real_cases_and_verdicts() -> None:
     allowed = {*CATEGORIES, "healthy", "cannot-tell"}
     odd = {case: v for case, v in readings.items() if v not in allowed}
     assert not odd, f"verdicts outside the taxonomy: {odd}"
+
+
+def test_every_unseen_case_has_its_first_answer_recorded() -> None:
+    """first_answers.tsv holds one row per case gathered after a rule round, naming a real case,
+    a category or none, and a basis; a case's batch changes only when it moved to train (early
+    rounds did that)."""
+    cases = {c.name: c for c in load_cases()}
+    rows = load_record()
+    assert len({r["case"] for r in rows}) == len(rows), "a case recorded twice"
+    for row in rows:
+        case = cases.get(row["case"])
+        assert case is not None, f"{row['case']}: recorded but not in the corpus"
+        assert row["answer"] in {*CATEGORIES, "none"}, row
+        assert row["basis"] in {*BASES, "none"}, row
+        assert (row["answer"] == "none") == (row["basis"] == "none"), row
+        assert case.meta.get("batch") == row["batch"] or case.split == "train", row
+    unseen = {n for n, c in cases.items() if str(c.meta.get("batch", "")).startswith("after-rules")}
+    missing = unseen - {r["case"] for r in rows}
+    assert not missing, f"unseen cases without a recorded first answer: {sorted(missing)}"
+
+
+def test_shipped_track_record_is_the_recorded_first_answers() -> None:
+    """What explain shows as its track record (src/torchsmith/explain/track_record.toml) is what
+    first_answers.tsv gives with today's labels (rewrite it with corpus_score --readme)."""
+    shipped = parse_track_record(TRACK_RECORD.read_text("utf-8"))
+    assert shipped == first_answers(load_cases())

@@ -146,10 +146,12 @@ def test_cli_probe_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         "machine.cpu-only-torch",
         0,
     )
+    assert [d["basis"] for d in data["diagnoses"]] == ["machine", "symptom"]
     assert "2.11.0+cpu is a CPU-only build" in top["evidence"][0]
     assert main(["explain", "--probe", str(probe_file), str(log)]) == 0
     out = capsys.readouterr().out
     assert "torch on this machine is a CPU-only build" in out
+    assert "how sure: A fact of the machine the log came from decides it." in out
     assert f"probe file {probe_file}:0" not in out
 
 

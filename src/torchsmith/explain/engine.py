@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, max_jobs
-from torchsmith.explain.model import Diagnosis, ExplainResult, InputSummary, summary_line
+from torchsmith.explain.model import (
+    Basis,
+    Diagnosis,
+    ExplainResult,
+    InputSummary,
+    summary_line,
+)
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
@@ -191,6 +197,15 @@ def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
     return list(groups.values())
 
 
+def basis_of(rule: Rule) -> Basis:
+    """What a diagnosis led by ``rule`` rests on (model.BASES)."""
+    if rule.tail:
+        return "ended-in-error"
+    if rule.symptom:
+        return "symptom"
+    return "generic" if rule.generic else "cause"
+
+
 def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
     lead, others = group[0], group[1:]
     rule = lead.rule
@@ -226,6 +241,7 @@ def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
         file=lead.file,
         count=lead.count,
         symptom=rule.symptom,
+        basis=basis_of(rule),
         values=values,
         related=tuple(m.rule.id for m in others),
         source=rule.source,

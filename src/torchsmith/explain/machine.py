@@ -104,4 +104,5 @@ def _diagnosis(fact: Finding, source: str, lead: Diagnosis) -> Diagnosis:
         file=source,
         related=(lead.rule,),
         source=fact.source or "",
+        basis="machine",
     )

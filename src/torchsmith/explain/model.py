@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from torchsmith.taxonomy import Category, Severity
+
+# What decided a diagnosis, from the surest kind to the least: a rule that names a root cause
+# matched a line ("cause"); the machine's own facts (``--probe``/``--here``); the first error of a
+# kind that has many causes ("generic", a missing header); a consequence whose cause the log does
+# not show ("symptom"); only the error the run ended with ("ended-in-error").
+Basis = Literal["cause", "machine", "generic", "symptom", "ended-in-error"]
+BASES: tuple[Basis, ...] = ("cause", "machine", "generic", "symptom", "ended-in-error")
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class Diagnosis:
     values: dict[str, str] = field(default_factory=dict)  # what the rule read from the log
     related: tuple[str, ...] = ()  # other rules that matched the same problem
     source: str = ""  # a public report of this failure
+    basis: Basis = "cause"  # what decided it (BASES)
 
 
 @dataclass(frozen=True)
