@@ -19,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.explain.first_answers import load_record
 from torchsmith.explain import explain_files
 from torchsmith.explain.model import BASES
 from torchsmith.explain.track_record import Tally, TrackRecord
@@ -28,6 +27,8 @@ from torchsmith.util.toml import loads_toml
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("train", "heldout")
 READINGS = CORPUS / "blind_readings.tsv"
+FIRST_ANSWERS = CORPUS / "first_answers.tsv"  # written by tests/explain/first_answers.py
+FIRST_ANSWER_COLUMNS = ("batch", "case", "answer", "rule", "basis", "rev")
 TRACK_RECORD = Path(__file__).parents[2] / "src/torchsmith/explain/track_record.toml"
 
 
@@ -151,9 +152,18 @@ def blind_line(split: str, cases: list[Case], s: SplitScore, readings: dict[str,
     )
 
 
-def first_answers(cases: list[Case], rows: list[dict[str, str]] | None = None) -> TrackRecord:
+def load_first_answers(path: Path = FIRST_ANSWERS) -> list[dict[str, str]]:
+    """The recorded first answers, one dict per row (FIRST_ANSWER_COLUMNS)."""
+    rows = []
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            rows.append(dict(zip(FIRST_ANSWER_COLUMNS, line.split("\t"), strict=True)))
+    return rows
+
+
+def score_first_answers(cases: list[Case]) -> TrackRecord:
     """explain's recorded first answers (first_answers.tsv) scored against today's labels."""
-    rows = load_record() if rows is None else rows
+    rows = load_first_answers()
     labels = {c.name: c for c in cases}
     tallies = {basis: [0, 0] for basis in BASES}
     failing = healthy = silent = false_alarms = 0
@@ -229,7 +239,10 @@ def _counts(cases: list[Case], key: str) -> str:
 
 
 def coverage_markdown(
-    cases: list[Case], scores: dict[str, SplitScore], readings: dict[str, str]
+    cases: list[Case],
+    scores: dict[str, SplitScore],
+    readings: dict[str, str],
+    record: TrackRecord,
 ) -> str:
     healthy = sum(c.healthy for c in cases)
     recorded = sum(c.name.startswith("recorded-") for c in cases)
@@ -249,7 +262,7 @@ def coverage_markdown(
             f"| {s.healthy} | {len(s.false_alarms)} |"
         )
     out += ["", "explain's first answers, recorded as each unseen batch came in:", ""]
-    out += [f"    {line}" for line in first_answer_lines(first_answers(cases))]
+    out += [f"    {line}" for line in first_answer_lines(record)]
     out += ["", "Logs read blind (BLIND_READING.md), explain where the reader named the cause"]
     out += ["(today's rules; studied misses sit in train, so first answers are in item 19):", ""]
     out += [f"- {blind_line(split, cases, scores[split], readings)}" for split in SPLITS]
@@ -316,12 +329,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {split} miss: {miss}")
     for name, group in batches(cases).items():
         print(subset(scores["heldout"], group).line(f"heldout batch {name}"))
-    record = first_answers(cases)
+    record = score_first_answers(cases)
     print("\n".join(first_answer_lines(record)))
     if args.readme:
         TRACK_RECORD.write_text(track_record_toml(record), "utf-8")
         readme = CORPUS / "README.md"
-        text = update_readme(readme.read_text("utf-8"), coverage_markdown(cases, scores, readings))
+        text = update_readme(
+            readme.read_text("utf-8"), coverage_markdown(cases, scores, readings, record)
+        )
         readme.write_text(update_readme(text, cases_markdown(cases), "corpus_cases"), "utf-8")
     return 0
 

@@ -11,9 +11,10 @@ later changes whether its recorded answer counts as right, not the answer.
     .venv/bin/python -m tests.explain.first_answers --batch after-rules-9 --rev 1715c66^ \
         --listed-at 1715c66 --print   # a past batch, as its import commit listed it
 
-Columns of ``corpus/first_answers.tsv``: batch, case, answer (the top category, or ``none``), rule,
-basis (what decided it, ``torchsmith.explain.model.BASES``; ``none`` when explain stayed silent)
-and rev (the commit whose rules answered).
+Columns of ``corpus/first_answers.tsv`` (``corpus_score.FIRST_ANSWER_COLUMNS``, which reads it):
+batch, case, answer (the top category, or ``none``), rule, basis (what decided it,
+``torchsmith.explain.model.BASES``; ``none`` when explain stayed silent) and rev (the commit whose
+rules answered).
 """
 
 from __future__ import annotations
@@ -25,12 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from torchsmith.util.toml import loads_toml
+from tests.explain.corpus_score import CORPUS, FIRST_ANSWERS, load_cases, load_first_answers
 
-CORPUS = Path(__file__).parent / "corpus"
-RECORD = CORPUS / "first_answers.tsv"
 REPO = Path(__file__).resolve().parents[2]
-COLUMNS = ("batch", "case", "answer", "rule", "basis", "rev")
 
 # Run inside the rules' own checkout: older commits have no ``basis``, so it is read off the rule.
 _SNIPPET = """
@@ -59,23 +57,11 @@ for d in sys.argv[1:]:
 """
 
 
-def load_record(path: Path = RECORD) -> list[dict[str, str]]:
-    rows = []
-    for line in path.read_text("utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            rows.append(dict(zip(COLUMNS, line.split("\t"), strict=True)))
-    return rows
-
-
 def batch_cases(batch: str, where: Path, listed_at: str | None = None) -> list[Path]:
     """The cases of ``batch`` under ``where``; with ``listed_at``, those whose case.toml said so in
     that commit (early rounds dropped the batch of a studied miss when it moved to train)."""
     if listed_at is None:
-        found = []
-        for case in sorted(where.glob("*/case.toml")):
-            if loads_toml(case.read_text("utf-8")).get("batch") == batch:
-                found.append(case.parent)
-        return found
+        return [c.log.parent for c in load_cases(where) if c.meta.get("batch") == batch]
     listed = subprocess.run(
         ["git", "-C", str(REPO), "grep", "-l", f'^batch = "{batch}"$', listed_at, "--", "tests/"],
         check=True,
@@ -132,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--print", action="store_true", help="print the rows, do not record them")
     args = parser.parse_args(argv)
-    if any(row["batch"] == args.batch for row in load_record()) and not args.print:
+    if any(row["batch"] == args.batch for row in load_first_answers()) and not args.print:
         print(f"{args.batch} is recorded already; its first answers are not rewritten")
         return 1
     cases = batch_cases(args.batch, args.cases, args.listed_at)
@@ -144,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print:
         print("\n".join(lines))
         return 0
-    with RECORD.open("a", encoding="utf-8") as record:
+    with FIRST_ANSWERS.open("a", encoding="utf-8") as record:
         record.write("\n".join(lines) + "\n")
     print(f"recorded {len(lines)} first answers of {args.batch} (rules at {rev})")
     return 0

@@ -22,8 +22,7 @@ import re
 import sys
 from collections import Counter
 
-from tests.explain.corpus_score import load_cases
-from tests.explain.first_answers import load_record
+from tests.explain.corpus_score import load_cases, load_first_answers
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 ASKED = {"none", "symptom", "generic"}
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         for n, c in cases.items()
     }
     label = {n: "healthy" if c.healthy else c.category for n, c in cases.items()}
-    rows = load_record()
+    rows = load_first_answers()
     order = list(dict.fromkeys(r["batch"] for r in rows))
     recorded = {r["case"]: r["batch"] for r in rows}
     right = failing = alarms = healthy = 0

@@ -12,12 +12,12 @@ from tests.explain.corpus_score import (
     SPLITS,
     TRACK_RECORD,
     SplitScore,
-    first_answers,
     load_cases,
+    load_first_answers,
     load_readings,
     score,
+    score_first_answers,
 )
-from tests.explain.first_answers import load_record
 from torchsmith.explain.model import BASES
 from torchsmith.explain.track_record import parse_track_record
 from torchsmith.taxonomy import CATEGORIES
@@ -82,7 +82,7 @@ def test_every_unseen_case_has_its_first_answer_recorded() -> None:
     a category or none, and a basis; a case's batch changes only when it moved to train (early
     rounds did that)."""
     cases = {c.name: c for c in load_cases()}
-    rows = load_record()
+    rows = load_first_answers()
     assert len({r["case"] for r in rows}) == len(rows), "a case recorded twice"
     for row in rows:
         case = cases.get(row["case"])
@@ -100,4 +100,4 @@ def test_shipped_track_record_is_the_recorded_first_answers() -> None:
     """What explain shows as its track record (src/torchsmith/explain/track_record.toml) is what
     first_answers.tsv gives with today's labels (rewrite it with corpus_score --readme)."""
     shipped = parse_track_record(TRACK_RECORD.read_text("utf-8"))
-    assert shipped == first_answers(load_cases())
+    assert shipped == score_first_answers(load_cases())
