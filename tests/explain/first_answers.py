@@ -30,7 +30,8 @@ from tests.explain.corpus_score import CORPUS, FIRST_ANSWERS, load_cases, load_f
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Run inside the rules' own checkout: older commits have no ``basis``, so it is read off the rule.
+# Run inside the rules' own checkout: a commit whose diagnoses carry ``basis`` (engine.basis_of)
+# gives it; older commits have none, so it is read off the rule the same way.
 _SNIPPET = """
 import sys
 from pathlib import Path
@@ -43,16 +44,17 @@ for d in sys.argv[1:]:
         print(f"{Path(d).name}\\tnone\\t-\\tnone")
         continue
     top = result.diagnoses[0]
-    rule = rules.get(top.rule)
-    basis = "cause"
-    if rule is None:
-        basis = "machine"
-    elif getattr(rule, "tail", False):
-        basis = "ended-in-error"
-    elif getattr(rule, "symptom", False):
-        basis = "symptom"
-    elif getattr(rule, "generic", False):
-        basis = "generic"
+    basis = getattr(top, "basis", None)
+    if basis is None:
+        rule = rules.get(top.rule)
+        if rule is None:
+            basis = "machine"
+        elif getattr(rule, "tail", False):
+            basis = "ended-in-error"
+        elif getattr(rule, "symptom", False):
+            basis = "symptom"
+        else:
+            basis = "generic" if getattr(rule, "generic", False) else "cause"
     print(f"{Path(d).name}\\t{getattr(top.category, 'value', top.category)}\\t{top.rule}\\t{basis}")
 """
 
