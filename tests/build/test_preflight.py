@@ -61,7 +61,7 @@ def test_an_arch_cuda_13_dropped(h200: Probe, kb: Knowledge) -> None:
     found = check(SCATTER, h200, kb, BuildOptions(targets=("7.0", "9.0")))
     (f,) = [f for f in found if f.category == "toolkit-too-old-for-arch"]
     assert "sm_70" in f.message
-    assert "up to 12.9" in f.fix
+    assert "CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_70)" in f.fix
 
 
 def test_host_compiler_outside_nvcc_range(h200: Probe, kb: Knowledge) -> None:

@@ -115,6 +115,18 @@ def test_toolkits_ascending_and_sm_changes() -> None:
     assert t130.min_driver_windows is None  # NVIDIA prints N/A from 13.0 on
 
 
+def test_toolkits_for_names_the_range_on_both_sides() -> None:
+    # sm_61 is too new for nothing here and too old for CUDA 13.0 (it dropped sm_50..sm_72)
+    assert [t.version for t in kb.toolkits_for(["sm_61"])][-1] == "12.9"
+    assert kb.toolkits_for_text(["sm_61"]) == "CUDA 11.7 to 12.9"
+    assert kb.toolkits_for_text(["sm_61"], have="13.0.88") == (
+        "CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_61)"
+    )
+    assert kb.toolkits_for_text(["sm_120"], have="12.4") == "CUDA 12.8 or newer"
+    assert kb.toolkits_for_text(["sm_30"]).startswith("no CUDA toolkit torchsmith knows")
+    assert kb.toolkits_for_text(["sm_61"], have="garbage") == "CUDA 11.7 to 12.9"
+
+
 def test_toolkit_130_targets_match_the_local_nvcc() -> None:
     # `nvcc --list-gpu-code` of /usr/local/cuda 13.0 (V13.0.88), recorded
     listed = "sm_75 sm_80 sm_86 sm_87 sm_88 sm_89 sm_90 sm_100 sm_110 sm_103 sm_120 sm_121"

@@ -95,6 +95,16 @@ def test_an_installed_12_6_toolkit_is_used_for_the_source_build() -> None:
     assert p.source_build.installed_toolkit_ok is True
 
 
+def test_an_installed_toolkit_too_new_for_the_gpu_says_which_side_it_is_on() -> None:
+    # CUDA 13.0 cannot compile for sm_61 because it is newer than the last toolkit that can:
+    # naming 11.7 ("the first that can") would send the user to an older toolkit they do not need
+    p = plan("linux", "GTX 1080", "580.95.05", ">=2.15", cuda_toolkits=("13.0",))
+    (f,) = [f for f in p.findings if f.category == "toolkit-too-old-for-arch"]
+    assert "CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_61)" in f.message
+    assert "first toolkit" not in f.message
+    assert "12.6–12.9" in f.fix  # the source build's accepted range
+
+
 def test_kepler_with_2_15_says_no_accepted_toolkit_can_target_it() -> None:
     p = plan("linux", "Tesla K80", "470.82.01", ">=2.15")
     assert p.recommendation.kind == "none"

@@ -209,10 +209,12 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
         cc = entry.replace("+PTX", "")
         if can_target(tk, kb, cc) is False:
             major, minor = parse_cc(cc)
-            newer = [t.version for t in kb.toolkits if f"sm_{major}{minor}" in t.sm_targets]
-            hint = f"CUDA {newer[0]} or newer" if newer else "a newer CUDA toolkit"
-            if newer and _version(newer[-1]) < _version(tk.version):
-                hint = f"a CUDA toolkit up to {newer[-1]} (this arch was dropped later)"
+            sm = f"sm_{major}{minor}"
+            hint = (
+                kb.toolkits_for_text([sm], tk.version)
+                if kb.toolkits_for([sm])
+                else "a CUDA toolkit that lists it in nvcc --list-gpu-code"
+            )
             out.append(
                 Finding(
                     "toolkit-too-old-for-arch",

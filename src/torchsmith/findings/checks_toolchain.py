@@ -73,7 +73,7 @@ def check_toolkit_targets_gpu(probe: Probe, ctx: Context) -> Iterator[Finding]:
             f"({gpu.name}, {sm}): source builds and CUDA extensions will fail with "
             f"'Unsupported gpu architecture'",
             f"only for building: install a toolkit that targets {sm} "
-            f"({_toolkits_for(sm, ctx)}). {WHEELS_NEED_NO_TOOLKIT}",
+            f"({_toolkits_for(sm, ctx, working)}). {WHEELS_NEED_NO_TOOLKIT}",
             subject=f"gpu {gpu.index}",
         )
 
@@ -90,20 +90,15 @@ def _targets(toolkit: CudaToolkitInfo, ctx: Context) -> tuple[str, ...]:
     return tuple(known.sm_targets) if known else ()
 
 
-def _toolkits_for(sm: str, ctx: Context) -> str:
+def _toolkits_for(sm: str, ctx: Context, installed: list[CudaToolkitInfo]) -> str:
     if ctx.kb is None:
         return "see the CUDA release notes"
+    known = [t.version for t in installed if major_minor(t.version)]
+    newest = max(known, key=lambda v: major_minor(v) or (0, 0), default=None)
     try:
-        fits = [t.version for t in ctx.kb.toolkits if sm in t.sm_targets]
+        return str(ctx.kb.toolkits_for_text([sm], have=newest))
     except Exception:  # noqa: BLE001
         return "see the CUDA release notes"
-    if not fits:
-        return "no known toolkit does"
-    return (
-        f"CUDA {fits[0]} or newer"
-        if fits[-1] == ctx.kb.toolkits[-1].version
-        else (f"CUDA {fits[0]} to {fits[-1]}")
-    )
 
 
 def check_toolkit_matches_torch(probe: Probe, ctx: Context) -> Iterator[Finding]:

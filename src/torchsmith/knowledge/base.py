@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections.abc import Iterable
 from typing import TypeVar
 
 from packaging.specifiers import SpecifierSet
@@ -73,7 +74,10 @@ class Knowledge:
     def __init__(self, parsed: Parsed) -> None:
         self.sources: dict[str, Source] = parsed.sources
         self.gpus: tuple[GpuModel, ...] = tuple(parsed.gpus)
-        self.toolkits: tuple[CudaToolkit, ...] = tuple(parsed.toolkits)
+        # oldest first: every "first/last toolkit that can" question relies on the order
+        self.toolkits: tuple[CudaToolkit, ...] = tuple(
+            sorted(parsed.toolkits, key=lambda t: _vkey(t.version))
+        )
         self.floors: tuple[DriverFloor, ...] = tuple(parsed.floors)
         self.releases: tuple[TorchRelease, ...] = tuple(parsed.releases)
         self.wheels: tuple[Wheel, ...] = tuple(parsed.wheels)
@@ -141,6 +145,31 @@ class Knowledge:
             return None
         key = f"{int(m.group(1))}.{int(m.group(2))}"
         return next((t for t in self.toolkits if t.version == key), None)
+
+    def toolkits_for(self, sms: Iterable[str]) -> tuple[CudaToolkit, ...]:
+        """The known toolkits whose nvcc compiles for every one of these sm_XY, oldest first."""
+        wanted = set(sms)
+        return tuple(t for t in self.toolkits if wanted <= set(t.sm_targets))
+
+    def toolkits_for_text(self, sms: Iterable[str], have: str | None = None) -> str:
+        """Which toolkits can compile for these targets, as words: "CUDA 11.7 to 12.9".
+
+        An arch can be too new for an old toolkit and too old for a new one (CUDA 13.0 dropped
+        sm_50 to sm_72), so this names the range, and with ``have`` (a toolkit that cannot) says
+        which side of the range it is on.
+        """
+        wanted = sorted(set(sms))
+        able = self.toolkits_for(wanted)
+        if not able:
+            return f"no CUDA toolkit torchsmith knows can compile for {', '.join(wanted)}"
+        first, last = able[0].version, able[-1].version
+        newest = last == self.toolkits[-1].version
+        span = f"CUDA {first} or newer" if newest else f"CUDA {first} to {last}"
+        given = re.match(r"\s*(\d+)\.(\d+)", have or "")
+        if given and not newest and (int(given[1]), int(given[2])) > _vkey(last):
+            later = next(t.version for t in self.toolkits if _vkey(t.version) > _vkey(last))
+            return f"{span} (CUDA {later} dropped {', '.join(wanted)})"
+        return span
 
     # -- AMD, Intel, Apple ---------------------------------------------------------------
     def find_amd_gpu(self, name: str) -> AmdGpu | None:

@@ -95,22 +95,21 @@ def _toolkits(
             continue
         missing = sorted(sms - set(tk.sm_targets))
         if missing:
-            first = next(
-                (t.version for t in kb.toolkits if set(missing) <= set(t.sm_targets)), None
-            )
-            need = f" (first toolkit that can: {first})" if first else ""
+            able = kb.toolkits_for_text(missing, have=version)
+            can = bool(kb.toolkits_for(missing))
             fix = (
                 f"install CUDA {source.toolkit_min}–{source.toolkit_max} for a source build"
                 if source
-                else f"install CUDA {first} or newer to build extensions for this GPU"
-                if first
+                else f"to build extensions for this GPU, install a toolkit that can: {able}"
+                if can
                 else "use a toolkit that lists these archs in nvcc --list-gpu-code"
             )
             out.append(
                 Finding(
                     category="toolkit-too-old-for-arch",
                     severity="warning" if rec.kind == "wheel" else "error",
-                    message=f"CUDA {version}'s nvcc cannot compile for {', '.join(missing)}{need}",
+                    message=f"CUDA {version}'s nvcc cannot compile for {', '.join(missing)}; "
+                    + (f"toolkits that can: {able}" if can else able),
                     fix=fix,
                     subject=f"cuda {version}",
                     source=tk.sources[1] if len(tk.sources) > 1 else tk.sources[0],

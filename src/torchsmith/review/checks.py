@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.compat import arch_list_tokens
-from torchsmith.knowledge.model import CudaToolkit
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
 from torchsmith.review.extract import ExtractedConfig, Setting
@@ -232,11 +231,6 @@ def toolkit_version_of(value: str) -> str | None:
     return f"{int(match.group(1))}.{int(match.group(2))}" if match else None
 
 
-def first_toolkit_for(kb: Knowledge, sm: str) -> CudaToolkit | None:
-    ordered = sorted(kb.toolkits, key=lambda t: tuple(int(x) for x in t.version.split(".")))
-    return next((t for t in ordered if sm in t.sm_targets), None)
-
-
 def toolkit_settings(config: ExtractedConfig) -> list[tuple[Setting, str]]:
     """Every effective setting that picks a toolkit, with the CUDA version it names."""
     out: list[tuple[Setting, str]] = []
@@ -288,11 +282,10 @@ def _toolkit_vs_gpus(
         sm = "sm_" + gpu.compute_capability.replace(".", "")
         if sm in toolkit.sm_targets:
             continue
-        can = first_toolkit_for(kb, sm)
         fix = (
-            f"use CUDA {can.version} or newer (the first toolkit whose nvcc can compile for {sm})"
-            if can
-            else f"no CUDA toolkit torchsmith knows can compile for {sm}"
+            f"use a toolkit whose nvcc can compile for {sm}: {kb.toolkits_for_text([sm], version)}"
+            if kb.toolkits_for([sm])
+            else kb.toolkits_for_text([sm])
         )
         yield _at(
             setting.line,
