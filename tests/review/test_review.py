@@ -354,3 +354,25 @@ def test_emit_needs_a_tree(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["review", str(FIXTURES / "rtx5070-cuda12.9.sh"), "--cc", "9.0", "--emit", "bash"])
     assert code == 2
     assert "--tree" in capsys.readouterr().err
+
+
+def test_a_toolkit_too_new_for_the_gpu_is_told_the_range_that_can(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # CUDA 13.0 dropped sm_50..sm_72: "CUDA 11.7 or newer" would be wrong advice for a GTX 1080
+    script = tmp_path / "build.sh"
+    script.write_text(
+        "export CUDA_HOME=/usr/local/cuda-13.0\nexport TORCH_CUDA_ARCH_LIST=6.1\n"
+        "python setup.py develop\n"
+    )
+    _, data = _review(
+        capsys, str(script), "--gpu", "GTX 1080", "--os", "linux", "--driver", "580.95.05"
+    )
+    fixes = [
+        item["finding"]["fix"]
+        for section in data["data"]["sections"]
+        for item in section["findings"]
+        if item["finding"]["category"] == "toolkit-too-old-for-arch"
+    ]
+    assert len(fixes) == 2
+    assert all("CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_61)" in fix for fix in fixes)

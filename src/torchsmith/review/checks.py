@@ -266,8 +266,17 @@ def check_toolkit(
                 "error",
                 f"CUDA {version} (line {setting.line}) cannot compile {', '.join(unknown)} "
                 f"asked for by {arch.key}: nvcc stops with 'Unsupported gpu architecture'",
-                f"use a toolkit that lists {', '.join(unknown)}, or drop them from {arch.key}",
+                (
+                    f"use a toolkit that can compile them: {_able(kb, unknown, version)}; "
+                    if kb.toolkits_for(a.rstrip("af") for a in unknown)
+                    else ""
+                )
+                + f"or drop them from {arch.key}",
             )
+
+
+def _able(kb: Knowledge, archs: list[str], version: str) -> str:
+    return kb.toolkits_for_text([a.rstrip("af") for a in archs], version)
 
 
 def _toolkit_vs_gpus(
@@ -283,7 +292,7 @@ def _toolkit_vs_gpus(
         if sm in toolkit.sm_targets:
             continue
         fix = (
-            f"use a toolkit whose nvcc can compile for {sm}: {kb.toolkits_for_text([sm], version)}"
+            f"use a toolkit whose nvcc can compile for {sm}: {_able(kb, [sm], version)}"
             if kb.toolkits_for([sm])
             else kb.toolkits_for_text([sm])
         )
@@ -293,8 +302,8 @@ def _toolkit_vs_gpus(
             setting.key,
             "toolkit-too-old-for-arch",
             "error",
-            f"{setting.key} selects CUDA {version}, whose nvcc cannot compile for the "
-            f"{_gpu_label(gpu)} ({sm})",
+            f"{setting.key} selects CUDA {version}, whose nvcc cannot compile for {sm}, the "
+            f"{_gpu_label(gpu)}",
             fix,
             source=toolkit.sources[0] if toolkit.sources else None,
         )
