@@ -159,6 +159,14 @@ def test_old_toolkit_cannot_target_blackwell() -> None:
     assert "sm_120" in found[0].message
 
 
+def test_a_toolkit_too_new_for_pascal_names_the_toolkits_that_can() -> None:
+    gtx1080 = GpuInfo(0, "NVIDIA GeForce GTX 1080", compute_capability="6.1")
+    probe = replace(H200_MACHINE, gpus=(gtx1080,), torch=None)
+    (found,) = [f for f in analyze(probe) if f.category == "toolkit-too-old-for-arch"]
+    assert "sm_61" in found.message
+    assert "CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_61)" in (found.fix or "")
+
+
 def test_toolkit_major_differs_from_torch() -> None:
     tk = replace(TK_130, version="12.4", full_version="12.4.131", sm_targets=())
     found = [
