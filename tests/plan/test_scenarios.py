@@ -151,6 +151,14 @@ def test_jetson_orin() -> None:
     assert all(r.source == ("jetson_pytorch",) for r in p.rejected)
     assert p.source_build is not None
     assert p.source_build.torch_cuda_arch_list == "8.7"
+    # JetPack brings the toolkit: the plan says so instead of sending the user to a download
+    assert "uses the CUDA of its JetPack release" in rec.reasons[1]
+
+
+def test_the_jetson_names_users_type_find_their_gpu() -> None:
+    p = plan("linux", arch="arm64", gpus=("Jetson Orin",), python="3.10")
+    assert p.recommendation.kind == "none"
+    assert "Jetson" in p.recommendation.reasons[0]
 
 
 def test_jetson_thor_runs_the_sbsa_wheels() -> None:

@@ -987,12 +987,21 @@ def _jetson_plan(
     source = plan_source_build(
         machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
     )
+    reasons = [reason]
+    if source is not None:
+        # JetPack brings the toolkit: it is not chosen the way a desktop's is
+        accepts = source.accepts or f"{source.toolkit_min}–{source.toolkit_max}"
+        reasons.append(
+            f"a source build on a Jetson uses the CUDA of its JetPack release, not a toolkit "
+            f"installed from NVIDIA's downloads: torch {source.torch}'s source accepts CUDA "
+            f"{accepts}, so with an older JetPack CUDA build an older torch release"
+        )
     rec = Recommendation(
         kind="none",
         torch=None,
         variant=None,
         index_url=None,
-        reasons=(reason,),
+        reasons=tuple(reasons),
     )
     findings = plan_findings.jetson(jetson)
     return replace(
