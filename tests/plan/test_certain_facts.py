@@ -105,6 +105,32 @@ def test_an_installed_toolkit_too_new_for_the_gpu_says_which_side_it_is_on() -> 
     assert "12.6–12.9" in f.fix  # the source build's accepted range
 
 
+def test_a_driver_older_than_the_gpus_architecture_is_named_first() -> None:
+    # 535 shipped before CUDA 12.6 (floor 560.28.03); sm_120 came with CUDA 12.8: no 535 driver
+    # runs an RTX 5070, so "cu128 through minor-version compatibility" would be wrong advice
+    p = plan("linux", "RTX 5070", "535.183.01", None)
+    rec = p.recommendation
+    assert rec.kind == "wheel"
+    assert rec.reasons[0].startswith("first update the NVIDIA driver")
+    assert not any("minor-version compatibility" in r for r in rec.reasons)
+    (f,) = [f for f in p.findings if f.subject == "driver"]
+    assert (f.category, f.severity) == ("driver-too-old", "error")
+    assert "sm_120 GPUs came with CUDA 12.8" in f.message
+    assert rec.min_driver is not None
+    assert rec.min_driver in (f.fix or "")
+    assert p.machine.driver == "535.183.01"  # the plan still reports the machine as given
+
+
+def test_no_claim_where_the_knowledge_cannot_prove_it() -> None:
+    # 565 sits between CUDA 12.6's and 12.8's minimums: it may or may not know sm_120, and a
+    # GPU older than the toolkit data (sm_86) never gets the claim
+    assert not any(
+        f.severity == "error" for f in plan("linux", "RTX 5070", "565.57.01", None).findings
+    )
+    ampere = plan("linux", "RTX 3090", "470.82.01", None)
+    assert not any("cannot run the" in f.message for f in ampere.findings)
+
+
 def test_kepler_with_2_15_says_no_accepted_toolkit_can_target_it() -> None:
     p = plan("linux", "Tesla K80", "470.82.01", ">=2.15")
     assert p.recommendation.kind == "none"

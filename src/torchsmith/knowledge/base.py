@@ -151,6 +151,19 @@ class Knowledge:
         wanted = set(sms)
         return tuple(t for t in self.toolkits if wanted <= set(t.sm_targets))
 
+    def arch_introduced(self, sm: str) -> tuple[CudaToolkit, CudaToolkit] | None:
+        """(before, first): the toolkit release just before the first one that targets sm_XY.
+
+        A driver older than ``before``'s minimum shipped before any CUDA could target the
+        architecture, so it cannot run such a GPU at all. None when the first toolkit that
+        targets it is the oldest known (the architecture came before the data).
+        """
+        able = self.toolkits_for([sm])
+        if not able or able[0] is self.toolkits[0]:
+            return None
+        at = self.toolkits.index(able[0])
+        return self.toolkits[at - 1], able[0]
+
     def toolkits_for_text(self, sms: Iterable[str], have: str | None = None) -> str:
         """Which toolkits can compile for these targets, as words: "CUDA 11.7 to 12.9".
 

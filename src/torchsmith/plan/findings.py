@@ -5,7 +5,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from torchsmith.knowledge import Knowledge, TorchRelease
-from torchsmith.knowledge.compat import parse_cc
+from torchsmith.knowledge.compat import driver_at_least, parse_cc
 from torchsmith.plan.model import GpuTarget, MachineFacts, Recommendation, Rejection, SourceBuild
 from torchsmith.probe.model import Finding
 
@@ -25,6 +25,40 @@ def collect(
     out += _toolkits(machine, kb, rec, nvidia, source)
     out += _python(machine, kb, rec, releases)
     return tuple(dict.fromkeys(out))  # two installs of one toolkit version say the same thing
+
+
+def driver_predates_gpu(
+    machine: MachineFacts, kb: Knowledge, nvidia: tuple[GpuTarget, ...]
+) -> Finding | None:
+    """The driver shipped before any CUDA could target a GPU's architecture: nothing runs.
+
+    Decided only where the knowledge base proves it: the driver is below the minimum of the
+    toolkit release just before the first one that targets the GPU's sm_XY.
+    """
+    if machine.driver is None or machine.os not in ("linux", "windows"):
+        return None
+    for gpu in nvidia:
+        known = kb.arch_introduced(gpu.sm) if gpu.sm else None
+        if known is None:
+            continue
+        before, first = known
+        if machine.os == "windows":
+            floor, need = before.min_driver_windows, first.min_driver_windows
+        else:
+            floor, need = before.min_driver_linux, first.min_driver_linux
+        if floor is None or driver_at_least(machine.driver, floor):
+            continue
+        return Finding(
+            category="driver-too-old",
+            severity="error",
+            message=f"driver {machine.driver} cannot run the {gpu.name} ({gpu.sm}): it is older "
+            f"than CUDA {before.version}'s minimum driver ({floor}), and {gpu.sm} GPUs came "
+            f"with CUDA {first.version}",
+            fix=f"install an NVIDIA driver >= {need}" if need else "install a newer NVIDIA driver",
+            subject="driver",
+            source=first.sources[0] if first.sources else None,
+        )
+    return None
 
 
 def _driver(

@@ -90,17 +90,21 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         return _jetson_plan(
             base=base, machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
         )
+    # a driver older than a GPU's architecture runs nothing on it: plan for the driver the
+    # user must install anyway, and say so first
+    unusable = plan_findings.driver_predates_gpu(machine, kb, nvidia)
+    planned = machine if unusable is None else replace(machine, driver=None)
     viable, rejected = _evaluate(
-        machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+        machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
     )
     source = None
     arch_blocked = any(r.category == "arch-not-compiled" for r in rejected)
     if nvidia and (options.prefer == "source" or (not viable and arch_blocked)):
         source = plan_source_build(
-            machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
+            machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
         )
     recommendation, alternatives = _choose(
-        machine=machine,
+        machine=planned,
         options=options,
         viable=viable,
         rejected=rejected,
@@ -110,14 +114,23 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     if recommendation.kind == "none" and nvidia:
         recommendation = replace(
             recommendation,
-            reasons=recommendation.reasons + _no_source_reason(machine, kb, releases, nvidia),
+            reasons=recommendation.reasons + _no_source_reason(planned, kb, releases, nvidia),
         )
     if len(nvidia) > 1 and recommendation.kind in ("none", "source"):
         recommendation = replace(
             recommendation,
             reasons=recommendation.reasons
-            + _per_gpu(machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia),
+            + _per_gpu(machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia),
         )
+    if unusable is not None:
+        first = f"first update the NVIDIA driver: {unusable.message}"
+        recommendation = replace(recommendation, reasons=(first, *recommendation.reasons))
+        if recommendation.min_driver:
+            unusable = replace(
+                unusable,
+                fix=f"install an NVIDIA driver >= {recommendation.min_driver} (what torch "
+                f"{recommendation.torch}+{recommendation.variant} needs), then plan again",
+            )
     findings = plan_findings.collect(
         machine=machine,
         kb=kb,
@@ -132,7 +145,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         recommendation=recommendation,
         alternatives=alternatives,
         rejected=tuple(rejected),
-        findings=findings,
+        findings=findings if unusable is None else (unusable, *findings),
         source_build=source,
     )
 
