@@ -130,3 +130,16 @@ def test_a_gfx_target_works_as_a_gpu_name() -> None:
     p = plan("linux", "gfx942")
     assert p.machine.gpus[0].gfx == "gfx942"
     assert (p.recommendation.variant or "").startswith("rocm")
+
+
+def test_polaris_and_rdna1_have_no_rocm_wheel_and_no_override() -> None:
+    # gfx803 (RX 580) and gfx1010 (RX 5700 XT) are in no PYTORCH_ROCM_ARCH list, and no built
+    # target of their own family exists to pose as (RDNA 1 is not RDNA 2's gfx1030)
+    for name, gfx in (("RX 580", "gfx803"), ("RX 5700 XT", "gfx1010"), ("RX 5500 XT", "gfx1012")):
+        p = plan("linux", name)
+        assert p.recommendation.kind == "none", name
+        text = " ".join(p.recommendation.reasons)
+        assert f"PYTORCH_ROCM_ARCH={gfx}" in text
+        assert "HSA_OVERRIDE_GFX_VERSION" not in text
+        assert "arch-not-compiled" in {r.category for r in p.rejected}
+        assert not _sentence_problems(text)

@@ -776,7 +776,12 @@ def _why_no_rocm_or_xpu(
             "or the CPU wheel"
         )
     if gpus[0].vendor == "amd" and any(r.category == "arch-not-compiled" for r in rejected):
-        return f"no ROCm wheel of torch{_within(options)} is built for {names}"
+        targets = ";".join(dict.fromkeys(g.gfx for g in gpus if g.gfx))
+        return (
+            f"no ROCm wheel of torch{_within(options)} is built for {names}; use the CPU wheel, "
+            f"or build torch from source with PYTORCH_ROCM_ARCH={targets} (check that your "
+            "ROCm release still supports that target first)"
+        )
     if gpus[0].vendor == "intel":
         return f"no xpu wheel of torch{_within(options)} supports {names} on {machine.os}"
     return f"no torch wheel{_within(options)} serves {names}"
