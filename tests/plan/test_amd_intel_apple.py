@@ -143,3 +143,30 @@ def test_polaris_and_rdna1_have_no_rocm_wheel_and_no_override() -> None:
         assert "HSA_OVERRIDE_GFX_VERSION" not in text
         assert "arch-not-compiled" in {r.category for r in p.rejected}
         assert not _sentence_problems(text)
+
+
+def test_iris_xe_is_known_and_told_it_is_not_an_xpu_gpu() -> None:
+    for os in ("windows", "linux"):
+        p = plan(os, "Intel Iris Xe Graphics")
+        assert p.recommendation.kind == "none"
+        assert "the CPU wheel is what runs there" in p.recommendation.reasons[0]
+        reasons = [
+            r.reason
+            for r in p.rejected
+            if r.variant == "xpu" and "xpu wheels start with torch 2.5" not in r.reason
+        ]
+        assert reasons
+        assert all("is not among the GPUs PyTorch's xpu wheels support" in r for r in reasons)
+        assert not any(_sentence_problems(r) for r in reasons)
+
+
+def test_an_integrated_gpu_beside_an_arc_board_does_not_block_it() -> None:
+    # the Windows sycl-ls fixture's machine: UHD Graphics 770 (CPU) and an Arc A770
+    facts = apply_what_if(
+        blank_facts("windows"),
+        WhatIf(os="windows", gpus=("Arc A770", "UHD Graphics 770")),
+        kb,
+    )
+    rec = make_plan(facts, kb, PlanOptions()).recommendation
+    assert rec.variant == "xpu"
+    assert any("UHD Graphics 770 is not supported" in r for r in rec.reasons)

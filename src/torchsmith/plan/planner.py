@@ -498,7 +498,9 @@ def _xpu_choices(
         model = kb.find_intel_gpu(gpu.name)
         if model is not None and machine.os not in model.os:
             unsupported.append((gpu, model))
-    if unsupported:
+    served = [g for g in intel if all(g is not u for u, _ in unsupported)]
+    if not served:
+        # an integrated GPU next to a supported Arc board does not block the Arc board
         gpu, model = unsupported[0]
         rejected.append(
             Rejection(
@@ -506,18 +508,28 @@ def _xpu_choices(
                 "xpu",
                 "other",
                 f"xpu wheels of torch {release.version} support the {model.family} "
-                f"on {' and '.join(model.os)} only, not on {machine.os}",
+                f"on {' and '.join(model.os)} only, not on {machine.os}"
+                if model.os
+                else f"the {model.family} is not among the GPUs PyTorch's xpu wheels support "
+                "(Arc A/B-series, Core Ultra Arc graphics, Data Center GPU Max)",
                 model.sources,
             )
         )
         return []
     reasons = [
         f"xpu wheels of torch {release.minor} support "
-        + ", ".join(f"the {g.name}, an {g.architecture} GPU," for g in intel)
+        + ", ".join(f"the {g.name}, an {g.architecture} GPU," for g in served)
         + f" on {machine.os}",
         f"xpu wheels come from {index_url('xpu')}, and they need Intel's GPU driver "
         "(on Linux, the intel-level-zero and compute runtime packages)",
     ]
+    if unsupported:
+        names = " and ".join(f"the {g.name}" for g, _ in unsupported)
+        reasons.append(
+            f"{names} {'is' if len(unsupported) == 1 else 'are'} not supported by them: "
+            "select the supported GPU "
+            "(torch.device('xpu:N'), or ONEAPI_DEVICE_SELECTOR=level_zero:N)"
+        )
     return [
         _wheel_choice(
             kb=kb,
@@ -783,7 +795,10 @@ def _why_no_rocm_or_xpu(
             "ROCm release still supports that target first)"
         )
     if gpus[0].vendor == "intel":
-        return f"no xpu wheel of torch{_within(options)} supports {names} on {machine.os}"
+        return (
+            f"no xpu wheel of torch{_within(options)} supports {names} on {machine.os}; "
+            "the CPU wheel is what runs there"
+        )
     return f"no torch wheel{_within(options)} serves {names}"
 
 
