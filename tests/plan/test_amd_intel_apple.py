@@ -9,10 +9,12 @@ and Apple silicon.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from torchsmith.knowledge import load_knowledge
 from torchsmith.knowledge.model import gfx_to_hsa, hsa_to_gfx
 from torchsmith.plan.machine import WhatIf, apply_what_if, blank_facts
-from torchsmith.plan.model import Plan, PlanOptions
+from torchsmith.plan.model import GpuTarget, Plan, PlanOptions
 from torchsmith.plan.planner import make_plan
 from torchsmith.taxonomy import CATEGORIES
 
@@ -170,3 +172,23 @@ def test_an_integrated_gpu_beside_an_arc_board_does_not_block_it() -> None:
     rec = make_plan(facts, kb, PlanOptions()).recommendation
     assert rec.variant == "xpu"
     assert any("UHD Graphics 770 is not supported" in r for r in rec.reasons)
+
+
+def test_an_unserved_amd_igpu_beside_a_served_board_is_hidden_not_overridden() -> None:
+    # Ryzen 7000 desktops show their iGPU (gfx1036) to ROCm next to the Radeon board; a
+    # process-wide HSA_OVERRIDE_GFX_VERSION=10.3.0 would make the gfx1100 board pose as gfx1030
+    board = GpuTarget("AMD Radeon RX 7900 XTX", None, "amd", "gfx1100")
+    igpu = GpuTarget("AMD Radeon Graphics", None, "amd", "gfx1036")
+    rec = make_plan(replace(blank_facts("linux"), gpus=(board, igpu)), kb, PlanOptions())
+    reasons = " ".join(rec.recommendation.reasons)
+    assert rec.recommendation.kind == "wheel"
+    assert "HIP_VISIBLE_DEVICES" in reasons
+    assert "HSA_OVERRIDE_GFX_VERSION=" not in reasons
+    assert not _sentence_problems(reasons)
+    # where the served board is itself the stand-in, one override serves both
+    rdna2 = (
+        GpuTarget("AMD Radeon RX 6800", None, "amd", "gfx1030"),
+        GpuTarget("AMD Radeon RX 6700 XT", None, "amd", "gfx1031"),
+    )
+    both = make_plan(replace(blank_facts("linux"), gpus=rdna2), kb, PlanOptions())
+    assert any("HSA_OVERRIDE_GFX_VERSION=10.3.0" in r for r in both.recommendation.reasons)

@@ -149,6 +149,18 @@ def test_doctor_suggests_hsa_override_for_an_unlisted_rdna2_board() -> None:
     ]
 
 
+def test_doctor_says_to_hide_an_unserved_igpu_beside_the_board() -> None:
+    # the recorded RX 7900 XTX machine plus a Ryzen 7000 iGPU (gfx1036) as ROCm shows it
+    probe = amd_probe()
+    igpu = dataclasses.replace(probe.gpus[0], index=1, name="AMD Radeon Graphics", gfx="gfx1036")
+    findings = analyze(dataclasses.replace(probe, gpus=(probe.gpus[0], igpu)), kb)
+    (hit,) = [f for f in findings if f.category == "arch-not-compiled"]
+    assert hit.severity == "warning"
+    assert "gfx1036" in hit.message
+    assert "HIP_VISIBLE_DEVICES" in (hit.fix or "")
+    assert "HSA_OVERRIDE_GFX_VERSION=" not in (hit.fix or "")
+
+
 def test_plan_from_the_amd_probe_picks_a_rocm_wheel() -> None:
     facts = facts_from_probe(amd_probe(), kb, "probe-file")
     assert facts.gpus[0].vendor == "amd"

@@ -54,10 +54,26 @@ def check_amd_gfx(probe: Probe, ctx: Context) -> Iterator[Finding]:
         return
     newest = kb.rocm_archs[-1]
     override = probe.rocm.hsa_override if probe.rocm else None
+    served = [g for g in _amd(probe) if g.gfx and any(g.gfx in r.gfx for r in kb.rocm_archs)]
     for gpu in _amd(probe):
-        if not gpu.gfx or any(gpu.gfx in r.gfx for r in kb.rocm_archs):
+        if not gpu.gfx or gpu in served:
             continue
         family = [g for g in newest.gfx if g[:-1] == gpu.gfx[:-1] and g != gpu.gfx]
+        if served and (not family or {g.gfx for g in served} != {min(family)}):
+            # the override is process-wide: it would make the served GPUs pose as another target
+            yield Finding(
+                "arch-not-compiled",
+                "warning",
+                f"the {gpu.name} is {gpu.gfx}, which no ROCm wheel of torch is built for, "
+                f"beside {', '.join(f'the {g.name} ({g.gfx})' for g in served)}, which the "
+                "wheels serve; torch lists both, and work sent to this one fails",
+                "hide it: export HIP_VISIBLE_DEVICES to the other GPUs' indices (rocm-smi lists "
+                "them), or turn an integrated GPU off in the firmware settings; "
+                "HSA_OVERRIDE_GFX_VERSION is no way out, as it applies to every GPU",
+                subject="gpu",
+                source=newest.sources[0],
+            )
+            continue
         if family and gpu.gfx.startswith(("gfx10", "gfx11")):
             stand_in = min(family)
             hsa = gfx_to_hsa(stand_in)

@@ -400,6 +400,23 @@ def _rocm_choices(
             continue
         missing = [g for g in amd if g.gfx not in archs.gfx]
         stand_ins = {g.name: _gfx_stand_in(g.gfx, archs.gfx) for g in missing}
+        served = [g for g in amd if g not in missing]
+        # HSA_OVERRIDE_GFX_VERSION applies to every GPU of the process: beside a GPU the wheel
+        # serves, it helps only where that GPU is itself the stand-in
+        one_override = {stand_ins[g.name] for g in missing} | {g.gfx for g in served}
+        if missing and served and (None in one_override or len(one_override) > 1):
+            direct.append(
+                _amd_hide_choice(
+                    kb=kb,
+                    options=options,
+                    release=release,
+                    wheel=wheel,
+                    machine=machine,
+                    served=served,
+                    missing=missing,
+                )
+            )
+            continue
         if missing and not all(stand_ins.values()):
             gpu = next(g for g in missing if not stand_ins[g.name])
             rejected.append(
@@ -442,6 +459,38 @@ def _rocm_choices(
         )
         (override if missing else direct).append(choice)
     return direct + override
+
+
+def _amd_hide_choice(
+    *,
+    kb: Knowledge,
+    options: PlanOptions,
+    release: TorchRelease,
+    wheel: Wheel,
+    machine: MachineFacts,
+    served: list[GpuTarget],
+    missing: list[GpuTarget],
+) -> Recommendation:
+    """A wheel that serves some AMD GPUs of the machine but not the others (often an iGPU)."""
+    names = " and ".join(f"the {g.name} ({g.gfx})" for g in missing)
+    reasons = [
+        f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
+        + ", ".join(f"{g.gfx} (the {g.name})" for g in served),
+        f"they have none for {names}, which torch would list too: hide "
+        f"{'it' if len(missing) == 1 else 'them'} with HIP_VISIBLE_DEVICES set to the other "
+        "GPUs' indices (rocm-smi lists them; an integrated GPU can also be turned off in the "
+        "firmware settings); HSA_OVERRIDE_GFX_VERSION cannot help, as it applies to every GPU",
+        f"ROCm wheels come from {wheel.index_url}, not from PyPI",
+    ]
+    return _wheel_choice(
+        kb=kb,
+        options=options,
+        release=release,
+        variant=wheel.variant,
+        index=wheel.index_url,
+        machine=machine,
+        reasons=reasons,
+    )
 
 
 def _rocm_key(variant: str) -> tuple[int, ...]:
