@@ -404,20 +404,8 @@ def _rocm_choices(
         # HSA_OVERRIDE_GFX_VERSION applies to every GPU of the process: beside a GPU the wheel
         # serves, it helps only where that GPU is itself the stand-in
         one_override = {stand_ins[g.name] for g in missing} | {g.gfx for g in served}
-        if missing and served and (None in one_override or len(one_override) > 1):
-            direct.append(
-                _amd_hide_choice(
-                    kb=kb,
-                    options=options,
-                    release=release,
-                    wheel=wheel,
-                    machine=machine,
-                    served=served,
-                    missing=missing,
-                )
-            )
-            continue
-        if missing and not all(stand_ins.values()):
+        hide = bool(missing and served and (None in one_override or len(one_override) > 1))
+        if missing and not hide and not all(stand_ins.values()):
             gpu = next(g for g in missing if not stand_ins[g.name])
             rejected.append(
                 Rejection(
@@ -432,21 +420,10 @@ def _rocm_choices(
             )
             continue
         reasons = (
-            [
-                f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
-                + ", ".join(f"{g.gfx} (the {g.name})" for g in amd if g not in missing)
-            ]
-            if len(missing) < len(amd)
-            else []
+            _amd_hide_reasons(wheel, served, missing)
+            if hide
+            else _amd_override_reasons(wheel, served, missing, stand_ins)
         )
-        for gpu in missing:
-            stand_in = stand_ins[gpu.name]
-            assert stand_in is not None
-            reasons.append(
-                f"{wheel.variant} wheels of torch {wheel.torch} have no {gpu.gfx} code for the "
-                f"{gpu.name}, but its {stand_in} code runs on it with "
-                f"HSA_OVERRIDE_GFX_VERSION={gfx_to_hsa(stand_in)} (AMD does not support this)"
-            )
         reasons.append(f"ROCm wheels come from {wheel.index_url}, not from PyPI")
         choice = _wheel_choice(
             kb=kb,
@@ -457,40 +434,46 @@ def _rocm_choices(
             machine=machine,
             reasons=reasons,
         )
-        (override if missing else direct).append(choice)
+        (override if missing and not hide else direct).append(choice)
     return direct + override
 
 
-def _amd_hide_choice(
-    *,
-    kb: Knowledge,
-    options: PlanOptions,
-    release: TorchRelease,
+def _amd_override_reasons(
     wheel: Wheel,
-    machine: MachineFacts,
     served: list[GpuTarget],
     missing: list[GpuTarget],
-) -> Recommendation:
+    stand_ins: dict[str, str | None],
+) -> list[str]:
+    reasons = (
+        [
+            f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
+            + ", ".join(f"{g.gfx} (the {g.name})" for g in served)
+        ]
+        if served
+        else []
+    )
+    for gpu in missing:
+        stand_in = stand_ins[gpu.name]
+        assert stand_in is not None
+        reasons.append(
+            f"{wheel.variant} wheels of torch {wheel.torch} have no {gpu.gfx} code for the "
+            f"{gpu.name}, but its {stand_in} code runs on it with "
+            f"HSA_OVERRIDE_GFX_VERSION={gfx_to_hsa(stand_in)} (AMD does not support this)"
+        )
+    return reasons
+
+
+def _amd_hide_reasons(wheel: Wheel, served: list[GpuTarget], missing: list[GpuTarget]) -> list[str]:
     """A wheel that serves some AMD GPUs of the machine but not the others (often an iGPU)."""
     names = " and ".join(f"the {g.name} ({g.gfx})" for g in missing)
-    reasons = [
+    return [
         f"{wheel.variant} wheels of torch {wheel.torch} carry code for "
         + ", ".join(f"{g.gfx} (the {g.name})" for g in served),
         f"they have none for {names}, which torch would list too: hide "
         f"{'it' if len(missing) == 1 else 'them'} with HIP_VISIBLE_DEVICES set to the other "
         "GPUs' indices (rocm-smi lists them; an integrated GPU can also be turned off in the "
         "firmware settings); HSA_OVERRIDE_GFX_VERSION cannot help, as it applies to every GPU",
-        f"ROCm wheels come from {wheel.index_url}, not from PyPI",
     ]
-    return _wheel_choice(
-        kb=kb,
-        options=options,
-        release=release,
-        variant=wheel.variant,
-        index=wheel.index_url,
-        machine=machine,
-        reasons=reasons,
-    )
 
 
 def _rocm_key(variant: str) -> tuple[int, ...]:
