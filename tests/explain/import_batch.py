@@ -2,9 +2,10 @@
 
 Gatherers write ``STAGE/<gatherer>/<slug>/{log.txt,case.toml}`` (corpus README, "Case format").
 Each case is checked (keys, category, a log with text, a slug and a source the corpus does not hold
-yet) and goes, by the parity of its slug's SHA-256, either into the corpus with ``batch = FIRST`` or
-into ``SEALED`` (outside the repository) with ``batch = SECOND``, to be scored only after FIRST's
-misses have been studied. Both halves come from the same gatherers, so they are alike.
+yet; two logs of one thread may come in together) and goes, by the parity of its slug's SHA-256,
+either into the corpus with ``batch = FIRST`` or into ``SEALED`` (outside the repository) with
+``batch = SECOND``, to be scored only after FIRST's misses have been studied. Both halves come
+from the same gatherers, so they are alike.
 
     .venv/bin/python -m tests.explain.import_batch STAGE after-rules-30 after-rules-31 SEALED
 
@@ -99,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         text = (case / "case.toml").read_text("utf-8")
         (target / "case.toml").write_text(with_batch(text, batch), "utf-8")
         slugs.add(case.name)
-        sources.add(str(loads_toml(text)["source"]).rstrip("/"))
         counts[batch] += 1
     for batch, n in counts.items():
         print(f"{batch}: {n} cases")

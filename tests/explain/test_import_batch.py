@@ -27,13 +27,17 @@ def stage_case(stage: Path, slug: str, n: int, category: str = "cpu-only-torch")
 
 
 def test_cases_split_by_slug_and_bad_ones_are_skipped(tmp_path: Path) -> None:
-    stage, corpus, sealed = tmp_path / "stage", tmp_path / "corpus", tmp_path / "sealed"
-    corpus.mkdir()
-    slugs = [f"repo-{n}-case" for n in range(8)]
-    for n, slug in enumerate(slugs):
-        stage_case(stage, slug, n)
+    stage, sealed = tmp_path / "stage", tmp_path / "sealed"
+    stage_case(tmp_path / "before", "repo-0-already-here", 0)
+    corpus = tmp_path / "before" / "g1"  # a corpus holding one case, of issue 0
+    slugs = [f"repo-{n}-case" for n in range(1, 8)]
+    for n in range(1, 8):
+        stage_case(stage, f"repo-{n}-case", n)
     stage_case(stage, "repo-99-bad-category", 99, category="not-a-category")
-    stage_case(stage, "repo-98-same-source", 0)  # the source of repo-0-case again
+    # two logs of one thread may both come in, but not a thread the corpus already holds
+    stage_case(stage, "repo-97-same-thread", 7)
+    slugs.append("repo-97-same-thread")
+    stage_case(stage, "repo-98-known-source", 0)
 
     rc = main([str(stage), "first", "second", str(sealed), "--corpus", str(corpus)])
 
@@ -45,5 +49,5 @@ def test_cases_split_by_slug_and_bad_ones_are_skipped(tmp_path: Path) -> None:
     assert {0, 1} == {half(s) for s in slugs}
     assert not (corpus / "repo-99-bad-category").exists()
     assert not (sealed / "repo-99-bad-category").exists()
-    imported = {p.parent.name for p in [*corpus.glob("*/case.toml"), *sealed.glob("*/case.toml")]}
-    assert len(imported & {"repo-0-case", "repo-98-same-source"}) == 1
+    assert not (corpus / "repo-98-known-source").exists()
+    assert not (sealed / "repo-98-known-source").exists()
