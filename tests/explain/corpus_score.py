@@ -22,6 +22,7 @@ from pathlib import Path
 from torchsmith.explain import explain_files
 from torchsmith.explain.model import BASES
 from torchsmith.explain.track_record import Tally, TrackRecord
+from torchsmith.taxonomy import CATEGORIES
 from torchsmith.util.toml import loads_toml
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -78,6 +79,26 @@ class SplitScore:
             f"{split}: top-1 {self.failing_hits}/{self.failing} = {100 * self.top1:.1f}% "
             f"on failing logs; false alarms {len(self.false_alarms)}/{self.healthy} healthy logs"
         )
+
+
+# case.toml (README, "Case format")
+REQUIRED_KEYS = ("source", "category", "confirmed_by", "platform", "tool", "healthy", "split")
+PLATFORMS = ("linux", "windows", "wsl", "macos")
+TOOLS = ("pip", "uv", "conda", "source-build", "extension-build", "runtime", "jupyter")
+
+
+def meta_problems(meta: dict[str, object]) -> list[str]:
+    """What is wrong with a case.toml's keys and values (empty when it follows the case format)."""
+    found = [f"no {key}" for key in REQUIRED_KEYS if key not in meta]
+    if meta.get("category") not in CATEGORIES:
+        found.append(f"category {meta.get('category')!r} is not in the taxonomy")
+    if meta.get("healthy") is True and meta.get("category") != "other":
+        found.append("a healthy case must have category other")
+    if meta.get("platform") not in PLATFORMS:
+        found.append(f"platform {meta.get('platform')!r} is not one of {', '.join(PLATFORMS)}")
+    if meta.get("tool") not in TOOLS:
+        found.append(f"tool {meta.get('tool')!r} is not one of {', '.join(TOOLS)}")
+    return found
 
 
 def load_cases(corpus: Path = CORPUS) -> list[Case]:

@@ -21,13 +21,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from tests.explain.corpus_score import CORPUS, load_cases
-from torchsmith.taxonomy import CATEGORIES
+from tests.explain.corpus_score import CORPUS, load_cases, meta_problems
 from torchsmith.util.toml import loads_toml
 
-REQUIRED = ("source", "category", "confirmed_by", "platform", "tool", "healthy", "split")
-PLATFORMS = ("linux", "windows", "wsl", "macos")
-TOOLS = ("pip", "uv", "conda", "source-build", "extension-build", "runtime", "jupyter")
 SLUG = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 
 
@@ -50,15 +46,7 @@ def problems(case: Path, slugs: set[str], sources: set[str]) -> list[str]:
         meta = loads_toml((case / "case.toml").read_text("utf-8"))
     except (OSError, ValueError) as exc:
         return [*found, f"case.toml unreadable: {exc}"]
-    found += [f"no {key}" for key in REQUIRED if key not in meta]
-    if meta.get("category") not in CATEGORIES:
-        found.append(f"category {meta.get('category')!r} is not in the taxonomy")
-    if meta.get("healthy") is True and meta.get("category") != "other":
-        found.append("a healthy case has category other")
-    if meta.get("platform") not in PLATFORMS:
-        found.append(f"platform {meta.get('platform')!r}")
-    if meta.get("tool") not in TOOLS:
-        found.append(f"tool {meta.get('tool')!r}")
+    found += meta_problems(meta)
     if str(meta.get("source", "")).rstrip("/") in sources:
         found.append("source already in the corpus")
     return found

@@ -15,6 +15,7 @@ from tests.explain.corpus_score import (
     load_cases,
     load_first_answers,
     load_readings,
+    meta_problems,
     score,
     score_first_answers,
 )
@@ -47,6 +48,11 @@ def test_every_case_has_a_split_and_a_third_is_held_out() -> None:
     assert not unknown, f"cases without split = train|heldout: {unknown}"
     held = sum(c.split == "heldout" for c in cases)
     assert 3 * held >= len(cases), f"only {held} of {len(cases)} cases are held out"
+
+
+def test_every_case_follows_the_case_format() -> None:
+    wrong = {c.name: p for c in load_cases() if (p := meta_problems(c.meta))}
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -30,9 +30,10 @@ def test_cases_split_by_slug_and_bad_ones_are_skipped(tmp_path: Path) -> None:
     stage, sealed = tmp_path / "stage", tmp_path / "sealed"
     stage_case(tmp_path / "before", "repo-0-already-here", 0)
     corpus = tmp_path / "before" / "g1"  # a corpus holding one case, of issue 0
-    slugs = [f"repo-{n}-case" for n in range(1, 8)]
+    slugs = []
     for n in range(1, 8):
-        stage_case(stage, f"repo-{n}-case", n)
+        slugs.append(f"repo-{n}-case")
+        stage_case(stage, slugs[-1], n)
     stage_case(stage, "repo-99-bad-category", 99, category="not-a-category")
     # two logs of one thread may both come in, but not a thread the corpus already holds
     stage_case(stage, "repo-97-same-thread", 7)
