@@ -97,3 +97,20 @@ def test_probe_and_here_exclude_each_other(tmp_path: Path) -> None:
     log = tmp_path / "build.log"
     log.write_text(KILLED)
     assert main(["explain", "--here", "--probe", "p.json", str(log)]) == 2
+
+
+def test_a_log_cut_inside_a_traceback_is_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "cut.log"
+    log.write_text('Traceback (most recent call last):\n  File "main.py", line 9, in <module>\n')
+    assert main(["explain", str(log)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("incomplete no known problem found in 2 line(s)")
+    assert f"{log} ends inside a Python traceback at line 2" in out
+    assert "torchsmith explain run.log" in out
+    assert main(["explain", "--json", str(log)]) == 0
+    data = _json(capsys)["data"]
+    assert isinstance(data, dict)
+    assert data["healthy"] is False
+    assert data["inputs"][0]["traceback_cut_at"] == 2

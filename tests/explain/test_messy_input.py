@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.explain.corpus_score import CORPUS
 from torchsmith.errors import InputError
-from torchsmith.explain import explain_files
-from torchsmith.explain.engine import Explainer
+from torchsmith.explain import explain_files, explain_text
+from torchsmith.explain.engine import Explainer, traceback_cut_at
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import chunks, open_log, sniff_encoding
 
@@ -144,3 +145,45 @@ def test_several_files_name_the_file(tmp_path: Path) -> None:
     second.write_text(LOG)
     diagnosis = explain_files([str(first), str(second)]).diagnoses[0]
     assert (diagnosis.file, diagnosis.line) == (str(second), 3)
+
+
+FRAME = '  File "/app/main.py", line 90, in <module>'
+
+
+@pytest.mark.parametrize(
+    ("tail", "cut"),
+    [
+        (f"Traceback (most recent call last):\n{FRAME}\n", 2),  # ends on a frame
+        (f"Traceback (most recent call last):\n{FRAME}\n    import execution\n", 3),  # its source
+        (f"Traceback (most recent call last):\n{FRAME}\n    run(x)\n    ^^^^^^\n\n", 4),  # carets
+        ("loading\nTraceback (most recent call last):\n", 2),  # only the header
+        (f"Traceback (most recent call last):\n{FRAME}\n    import x\nImportError: no x\n", 0),
+        (f"{FRAME}\nmodel loaded\n", 0),  # a line at the frame's own depth is no source line
+        ("Successfully installed torch-2.8.0\n", 0),
+        ("", 0),
+    ],
+)
+def test_a_log_that_ends_inside_a_traceback(tail: str, cut: int) -> None:
+    lines = tail.count("\n")
+    assert traceback_cut_at(tail.encode(), lines) == cut
+    result = explain_text(tail)
+    assert result.inputs[0].traceback_cut_at == cut
+    if cut:
+        assert not result.healthy
+        assert "ends inside a Python traceback" in result.summary or result.diagnoses
+
+
+def test_the_cut_check_skips_a_partial_first_line_of_a_big_logs_tail() -> None:
+    # the last bytes of a big log may begin inside a line: that piece is not read as a frame
+    tail = b'"/x.py", line 3, in f\nok\n'
+    assert traceback_cut_at(tail, 1000, complete=False) == 0
+    assert traceback_cut_at(b"xx\n" + FRAME.encode() + b"\n", 1000, complete=False) == 1000
+
+
+def test_a_real_cut_log_is_not_called_healthy() -> None:
+    # DirectML#168 as posted: the traceback stops at torchvision's load_library, before its error
+    log = CORPUS / "directml-168-pytorch-directml-torch-not-uninstalled" / "log.txt"
+    result = explain_files([str(log)])
+    assert not result.healthy
+    assert not result.diagnoses
+    assert result.inputs[0].traceback_cut_at == 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,12 @@ from torchsmith.explain.scanner import Hit, Scanner
 
 MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
+
+# The lines of a Python traceback that come before its exception line: the header, a frame, and
+# (under a frame) the frame's source line and Python 3.11's carets below it.
+_TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+_FRAME = re.compile(r'^\s*File "[^"]{1,1000}", line \d{1,7}(?:, in \S{1,200})?\s*$')
+_CARETS = re.compile(r"^\s*[~^]{1,400}\s*$")
 
 
 @dataclass
@@ -103,11 +110,11 @@ class Explainer:
                 if values is not None:
                     shown = _with_result(rule, text, after) if rule.next else text
                     self._record(rule, name, hit.line, shown, values)
-        size, lines = self.scanner.last_size, self.scanner.last_lines
-        self._match_tail(
-            name, self.scanner.last_tail, lines, complete=len(self.scanner.last_tail) == size
-        )
-        self.inputs.append(InputSummary(name, encoding, size, lines))
+        size, lines, tail = self.scanner.last_size, self.scanner.last_lines, self.scanner.last_tail
+        complete = len(tail) == size
+        self._match_tail(name, tail, lines, complete=complete)
+        cut = traceback_cut_at(tail, lines, complete=complete)
+        self.inputs.append(InputSummary(name, encoding, size, lines, traceback_cut_at=cut))
 
     def _match_tail(self, name: str, tail: bytes, lines: int, complete: bool) -> None:
         """Match the ``tail`` rules against the last TAIL_LINES non-blank lines of an input: the
@@ -154,13 +161,43 @@ class Explainer:
         groups = rank([*self.matches.values(), *self.tails])
         diagnoses = [_diagnosis(group, context or {}) for group in groups]
         total = sum(i.lines for i in self.inputs)
+        cut = any(i.traceback_cut_at for i in self.inputs)
         return ExplainResult(
             diagnoses=tuple(diagnoses),
-            healthy=not diagnoses,
-            summary=summary_line(diagnoses, total),
+            healthy=not diagnoses and not cut,
+            summary=summary_line(diagnoses, total, cut=cut),
             inputs=tuple(self.inputs),
             context=source,
         )
+
+
+def traceback_cut_at(tail: bytes, lines: int, complete: bool = True) -> int:
+    """The line where a log ends inside a Python traceback, before the exception line that every
+    traceback ends with, or 0. ``tail`` is the input's last bytes and ``lines`` its line count
+    (``complete``: ``tail`` is the whole input, so its first line is whole)."""
+    raws = tail.split(b"\n")
+    if raws and not raws[-1]:
+        raws.pop()  # the input ended with a newline
+    kept = raws if complete else raws[1:]
+    last: list[tuple[int, str]] = []  # the last three non-blank lines, nearest first
+    for back, raw in enumerate(reversed(kept)):
+        if raw.strip():
+            last.append((lines - back, clean_line(raw)))
+            if len(last) == 3:
+                break
+    if not last:
+        return 0
+    if _TRACEBACK_HEADER.match(last[0][1]) or _FRAME.match(last[0][1]):
+        return last[0][0]
+    # a frame's source line (indented deeper than its frame), with or without carets under it
+    body = last[1:] if _CARETS.match(last[0][1]) else last
+    if len(body) >= 2 and _FRAME.match(body[1][1]) and _indent(body[0][1]) > _indent(body[1][1]):
+        return last[0][0]
+    return 0
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
 
 
 def _key(match: _Match) -> tuple[int, int]:

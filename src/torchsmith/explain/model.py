@@ -45,6 +45,9 @@ class InputSummary:
     encoding: str  # "utf-8", "utf-16-le", "utf-16-be"
     bytes: int
     lines: int
+    # the line where the log ends inside a Python traceback, before the exception line a traceback
+    # ends with (a log cut short when copied, or a process that died mid-print); 0 when it does not
+    traceback_cut_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,14 @@ class ExplainResult:
     context: str | None = None  # where the machine facts behind tailored fixes came from
 
 
-def summary_line(diagnoses: Sequence[Diagnosis], lines: int) -> str:
-    """The one-line summary of a result: the count and the most likely problem, or none found."""
+def summary_line(diagnoses: Sequence[Diagnosis], lines: int, cut: bool = False) -> str:
+    """The one-line summary of a result: the count and the most likely problem, or none found
+    (``cut``: in a log that ends inside a traceback, so its error is not in it)."""
     if diagnoses:
         return f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
+    if cut:
+        return (
+            f"no known problem found in {lines} line(s), but the log ends inside a Python "
+            "traceback: the error it was printing is not in it"
+        )
     return f"no known problem found in {lines} line(s)"

@@ -40,12 +40,36 @@ def render_explain(result: Any, console: Console) -> None:
                 "`torchsmith doctor` checks the machine[/dim]"
             )
         return
+    cut = [i for i in result.inputs if i.traceback_cut_at]
+    if not result.diagnoses:
+        console.print(f"[bold yellow]incomplete[/bold yellow] {escape(result.summary)}")
+        for log in cut:
+            console.print(f"[dim]{escape(_cut_note(log.name, log.traceback_cut_at))}[/dim]")
+        console.print(_RUN_AGAIN, soft_wrap=True)
+        return
     console.print(f"[bold]{escape(result.summary)}[/bold]")
     sure = how_sure(result.diagnoses[0].basis, record, result.context)
     console.print(f"[dim]how sure: {escape(sure)}[/dim]", soft_wrap=True)
+    for log in cut:
+        note = (
+            f"{_cut_note(log.name, log.traceback_cut_at)}: what follows rests on the lines before"
+        )
+        console.print(f"[dim]note: {escape(note)}[/dim]", soft_wrap=True)
     for number, diagnosis in enumerate(result.diagnoses, 1):
         console.print()
         _render_one(number, diagnosis, console)
+
+
+_RUN_AGAIN = (
+    "Every Python traceback ends with the exception line that names the error; this log stops "
+    "before it (cut when it was copied, or the process died while printing). Run the command "
+    "again with both output streams kept in a file (<command> > run.log 2>&1), then: "
+    "torchsmith explain run.log"
+)
+
+
+def _cut_note(name: str, line: int) -> str:
+    return f"{name} ends inside a Python traceback at line {line}, before its exception line"
 
 
 def how_sure(basis: Basis, record: TrackRecord | None, context: str | None) -> str:
