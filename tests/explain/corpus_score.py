@@ -9,6 +9,7 @@ Used by tests/explain/test_corpus.py and to rewrite the figures in the corpus RE
 
     .venv/bin/python -m tests.explain.corpus_score            # print both scores and the misses
     .venv/bin/python -m tests.explain.corpus_score --readme   # also rewrite the README's figures
+    .venv/bin/python -m tests.explain.corpus_score --round after-rules-33 after-rules-34
 """
 
 from __future__ import annotations
@@ -161,6 +162,17 @@ def load_readings(path: Path = READINGS) -> dict[str, str]:
     return found
 
 
+def sure_readings(path: Path = READINGS) -> set[str]:
+    """The cases whose blind reader was sure of the verdict (confidence ``high``)."""
+    found = set()
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            case, _, confidence = line.split("\t")[:3]
+            if confidence == "high":
+                found.add(case)
+    return found
+
+
 def blind_line(split: str, cases: list[Case], s: SplitScore, readings: dict[str, str]) -> str:
     """explain on the failing logs whose confirmed cause a blind reader of the log alone named."""
     read = [c for c in cases if c.split == split and not c.healthy and c.name in readings]
@@ -220,6 +232,40 @@ def first_answer_lines(record: TrackRecord) -> list[str]:
     ]
     for basis, t in record.by_basis.items():
         out.append(f"  decided by {basis}: {t.right}/{t.answered} = {100 * t.share:.1f}% right")
+    return out
+
+
+def round_lines(cases: list[Case], names: list[str]) -> list[str]:
+    """A round's figures from its recorded first answers, per batch and together: top-1, silence and
+    false alarms; what the blind readers named and explain on those; and, together, by basis."""
+    labels = {c.name: c for c in cases}
+    readings, sure = load_readings(), sure_readings()
+    rows = [r for r in load_first_answers() if r["batch"] in names]
+    out = []
+    for name in [*names, "together"] if len(names) > 1 else names:
+        group = [r for r in rows if name in ("together", r["batch"])]
+        failing = [r for r in group if not labels[r["case"]].healthy]
+        right = [r for r in failing if r["answer"] == labels[r["case"]].category]
+        alarms = sum(r["answer"] != "none" for r in group if labels[r["case"]].healthy)
+        read = [r for r in failing if r["case"] in readings]
+        named = [r for r in read if readings[r["case"]] == labels[r["case"]].category]
+        unsure = sum(readings[r["case"]] == "cannot-tell" for r in read)
+        named_sure = [r for r in named if r["case"] in sure]
+        out.append(
+            f"{name}: first answers {len(right)}/{len(failing)}"
+            f"{f' = {100 * len(right) / len(failing):.1f}%' if failing else ''}, silent on "
+            f"{sum(r['answer'] == 'none' for r in failing)}; false alarms "
+            f"{alarms}/{len(group) - len(failing)}; read blind {len(read)}: the reader named "
+            f"{len(named)} (could not tell {unsure}, another category "
+            f"{len(read) - len(named) - unsure}), explain right on "
+            f"{sum(r in right for r in named)} of those and on "
+            f"{sum(r in right for r in named_sure)} of the {len(named_sure)} the reader was sure of"
+        )
+    for basis in BASES:
+        answered = [r for r in rows if r["basis"] == basis and not labels[r["case"]].healthy]
+        if answered:
+            hits = sum(r["answer"] == labels[r["case"]].category for r in answered)
+            out.append(f"  decided by {basis}: {hits}/{len(answered)}")
     return out
 
 
@@ -338,8 +384,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also list the held-out misses (whoever reads them must move those cases to train)",
     )
+    parser.add_argument(
+        "--round",
+        nargs="+",
+        metavar="BATCH",
+        help="print only these batches' first-answer figures (a round's, for the README)",
+    )
     args = parser.parse_args(argv)
     cases = load_cases()
+    if args.round:
+        print("\n".join(round_lines(cases, args.round)))
+        return 0
     scores = score(cases)
     readings = load_readings()
     for split in SPLITS:

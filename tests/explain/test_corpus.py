@@ -16,6 +16,7 @@ from tests.explain.corpus_score import (
     load_first_answers,
     load_readings,
     meta_problems,
+    round_lines,
     score,
     score_first_answers,
 )
@@ -122,3 +123,18 @@ def test_no_healthy_log_is_called_cut_inside_a_traceback() -> None:
 def _cut(data: bytes) -> int:
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     return traceback_cut_at(data, lines)
+
+
+def test_a_rounds_figures_are_those_the_readme_gives() -> None:
+    # corpus README, items 23 and 24: each round's figures come from its recorded first answers
+    cases = load_cases()
+    round23 = round_lines(cases, ["after-rules-30", "after-rules-31", "after-rules-32"])
+    assert round23[3] == (
+        "together: first answers 39/75 = 52.0%, silent on 16; false alarms 0/20; read blind 75: "
+        "the reader named 48 (could not tell 14, another category 13), explain right on 36 of "
+        "those and on 22 of the 24 the reader was sure of"
+    )
+    assert "  decided by cause: 30/38" in round23
+    round24 = round_lines(cases, ["after-rules-33", "after-rules-34", "after-rules-35"])
+    assert round24[3].startswith("together: first answers 50/81 = 61.7%, silent on 13; false ")
+    assert "explain right on 42 of those and on 31 of the 34 the reader was sure of" in round24[3]
