@@ -119,7 +119,7 @@ def score(cases: list[Case]) -> dict[str, SplitScore]:
         result = explain_files([str(case.log)])
         if case.healthy:
             s.healthy += 1
-            if result.diagnoses:
+            if not result.healthy:  # a diagnosis, or called incomplete (cut inside a traceback)
                 s.false_alarms.append(f"{case.name}: {[d.rule for d in result.diagnoses]}")
             else:
                 s.hits += 1

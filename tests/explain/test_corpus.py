@@ -20,7 +20,6 @@ from tests.explain.corpus_score import (
     score,
     score_first_answers,
 )
-from torchsmith.explain.engine import traceback_cut_at
 from torchsmith.explain.model import BASES
 from torchsmith.explain.track_record import parse_track_record
 from torchsmith.taxonomy import CATEGORIES
@@ -109,20 +108,6 @@ def test_shipped_track_record_is_the_recorded_first_answers() -> None:
     first_answers.tsv gives with today's labels (rewrite it with corpus_score --readme)."""
     shipped = parse_track_record(TRACK_RECORD.read_text("utf-8"))
     assert shipped == score_first_answers(load_cases())
-
-
-def test_no_healthy_log_is_called_cut_inside_a_traceback() -> None:
-    # a run that ended well never stops inside a traceback, so explain must not call one incomplete
-    # (it would print 'incomplete' and report healthy: false); the corpus's cut failing logs do
-    cases = load_cases()
-    cut = {c.name: _cut(c.log.read_bytes()) for c in cases}
-    assert [c.name for c in cases if c.healthy and cut[c.name]] == []
-    assert sum(1 for c in cases if not c.healthy and cut[c.name]) >= 20
-
-
-def _cut(data: bytes) -> int:
-    lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    return traceback_cut_at(data, lines)
 
 
 def test_a_rounds_figures_are_those_the_readme_gives() -> None:

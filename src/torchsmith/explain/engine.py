@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from torchsmith.explain import parallel
@@ -122,15 +122,7 @@ class Explainer:
         says the run finished well (``ends_well``)."""
         if not self._tail_rules:
             return
-        raws = tail.split(b"\n")
-        if raws and not raws[-1]:
-            raws.pop()  # the input ended with a newline
-        first = 0 if complete else 1  # the kept bytes may begin inside a line
-        seen = 0
-        for back, raw in enumerate(reversed(raws[first:])):
-            if not raw.strip():
-                continue
-            seen += 1
+        for seen, (line, raw) in enumerate(last_lines(tail, lines, complete), 1):
             if seen > TAIL_LINES:
                 return
             text = clean_line(raw)
@@ -140,9 +132,7 @@ class Explainer:
                     if rule.ends_well:
                         return  # the run went on to finish well after any error above
                     self._order += 1
-                    self.tails.append(
-                        _Match(rule, name, lines - back, text, values, order=self._order)
-                    )
+                    self.tails.append(_Match(rule, name, line, text, values, order=self._order))
                     return
 
     def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
@@ -165,34 +155,48 @@ class Explainer:
         return ExplainResult(
             diagnoses=tuple(diagnoses),
             healthy=not diagnoses and not cut,
-            summary=summary_line(diagnoses, total, cut=cut),
+            summary=summary_line(diagnoses, total, cut=cut, logs=len(self.inputs)),
             inputs=tuple(self.inputs),
             context=source,
         )
 
 
-def traceback_cut_at(tail: bytes, lines: int, complete: bool = True) -> int:
-    """The line where a log ends inside a Python traceback, before the exception line that every
-    traceback ends with, or 0. ``tail`` is the input's last bytes and ``lines`` its line count
-    (``complete``: ``tail`` is the whole input, so its first line is whole)."""
+def last_lines(tail: bytes, lines: int, complete: bool = True) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines at the end of an input, last first, with their 1-based line numbers.
+    ``tail`` is the input's last bytes and ``lines`` its line count; ``complete``: ``tail`` is the
+    whole input (otherwise its first piece may begin inside a line, and is skipped)."""
     raws = tail.split(b"\n")
     if raws and not raws[-1]:
         raws.pop()  # the input ended with a newline
     kept = raws if complete else raws[1:]
-    last: list[tuple[int, str]] = []  # the last three non-blank lines, nearest first
     for back, raw in enumerate(reversed(kept)):
         if raw.strip():
-            last.append((lines - back, clean_line(raw)))
-            if len(last) == 3:
-                break
-    if not last:
-        return 0
-    if _TRACEBACK_HEADER.match(last[0][1]) or _FRAME.match(last[0][1]):
-        return last[0][0]
-    # a frame's source line (indented deeper than its frame), with or without carets under it
-    body = last[1:] if _CARETS.match(last[0][1]) else last
-    if len(body) >= 2 and _FRAME.match(body[1][1]) and _indent(body[0][1]) > _indent(body[1][1]):
-        return last[0][0]
+            yield lines - back, raw
+
+
+def traceback_cut_at(tail: bytes, lines: int, complete: bool = True) -> int:
+    """The line where a log ends inside a Python traceback, before the exception line that every
+    traceback ends with, or 0 (arguments as for ``last_lines``). Read back from the end, the lines
+    must be frames, each with an optional source line and 3.11's carets below it, up to the
+    traceback's header: a stack a program prints on purpose (traceback.print_stack, logging's
+    stack_info) has no header, and a log whose last traceback ends in its exception is whole."""
+    end = source = 0  # source: the indent of the line below, when it must be a frame's source line
+    state = "frame"  # what was read last: a frame (or nothing yet), carets, or a source line
+    for line, raw in last_lines(tail, lines, complete):
+        end = end or line
+        text = clean_line(raw)
+        if _TRACEBACK_HEADER.match(text):
+            return end if state == "frame" else 0
+        if _FRAME.match(text):
+            if state == "source" and source <= _indent(text):
+                return 0  # the line below is not indented under this frame: an exception line
+            state = "frame"
+        elif state == "source" or (state == "carets" and _CARETS.match(text)):
+            return 0  # the line below had to be a frame's source line, and this is no frame
+        elif _CARETS.match(text):
+            state = "carets"
+        else:
+            state, source = "source", _indent(text)  # a frame must come next
     return 0
 
 

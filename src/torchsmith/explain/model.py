@@ -53,20 +53,23 @@ class InputSummary:
 @dataclass(frozen=True)
 class ExplainResult:
     diagnoses: tuple[Diagnosis, ...]  # most likely root cause first
-    healthy: bool  # True when no diagnosis was found
+    healthy: bool  # no diagnosis, and no input ends inside a traceback (traceback_cut_at)
     summary: str
     inputs: tuple[InputSummary, ...] = ()
     context: str | None = None  # where the machine facts behind tailored fixes came from
 
 
-def summary_line(diagnoses: Sequence[Diagnosis], lines: int, cut: bool = False) -> str:
+def summary_line(
+    diagnoses: Sequence[Diagnosis], lines: int, cut: bool = False, logs: int = 1
+) -> str:
     """The one-line summary of a result: the count and the most likely problem, or none found
-    (``cut``: in a log that ends inside a traceback, so its error is not in it)."""
+    (``cut``: in ``logs`` inputs of which one ends inside a traceback, so its error is missing)."""
     if diagnoses:
         return f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
     if cut:
+        which = "the log" if logs == 1 else "a log"
         return (
-            f"no known problem found in {lines} line(s), but the log ends inside a Python "
+            f"no known problem found in {lines} line(s), but {which} ends inside a Python "
             "traceback: the error it was printing is not in it"
         )
     return f"no known problem found in {lines} line(s)"

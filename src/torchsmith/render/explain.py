@@ -61,7 +61,7 @@ def render_explain(result: Any, console: Console) -> None:
 
 
 _RUN_AGAIN = (
-    "Every Python traceback ends with the exception line that names the error; this log stops "
+    "Every Python traceback ends with the exception line that names the error; the log stops "
     "before it (cut when it was copied, or the process died while printing). Run the command "
     "again with both output streams kept in a file (<command> > run.log 2>&1), then: "
     "torchsmith explain run.log"
@@ -69,7 +69,8 @@ _RUN_AGAIN = (
 
 
 def _cut_note(name: str, line: int) -> str:
-    return f"{name} ends inside a Python traceback at line {line}, before its exception line"
+    where = "standard input" if name == "-" else name
+    return f"{where} ends inside a Python traceback at line {line}, before its exception line"
 
 
 def how_sure(basis: Basis, record: TrackRecord | None, context: str | None) -> str:
