@@ -144,6 +144,14 @@ MESSAGES = [
         "PyTorch installation.",
         "arch-not-compiled",
     ),
+    (
+        "_inductor/exc.py",
+        "Cannot find a working triton installation. ",
+        "torch._inductor.exc.TritonMissing: Cannot find a working triton installation. Either the "
+        "package is not installed or it is too old. More information on installing Triton can be "
+        "found at: https://github.com/triton-lang/triton",
+        "missing-build-dependency",
+    ),
 ]
 TRACEBACK = 'Traceback (most recent call last):\n  File "setup.py", line 3, in <module>\n'
 
