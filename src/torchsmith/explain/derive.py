@@ -1,7 +1,8 @@
 """Values computed from what a rule read: ``derive = { name = "function:field" }`` in a rule.
 
 Functions: ``sm_to_cc`` (sm_120 -> 12.0), ``cuda_int`` (11040 -> 11.4, the form drivers report),
-or a lookup table from the rule files (keyed by the arch digits, "compute_120a" -> "120").
+or a lookup table from the rule files (keyed by the value itself, "format"; for an arch by "compute_90a"
+-> "90a", else its digits, "compute_120a" -> "120").
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 _DIGITS = re.compile(r"(\d+)")
+_ARCH = re.compile(r"(\d+)[a-z]?")  # "compute_90a": "90a", else "90"
 
 
 def sm_to_cc(value: str) -> str | None:
@@ -44,8 +46,11 @@ def derive_values(
         elif function == "cuda_int":
             result = cuda_int(raw)
         elif function in tables:
-            found = _DIGITS.search(raw)
-            result = tables[function].get(found.group(1)) if found else None
+            table = tables[function]
+            found = _ARCH.search(raw)
+            result = table.get(raw) or (
+                (table.get(found.group(0)) or table.get(found.group(1))) if found else None
+            )
         else:
             result = None
         if result is not None:
