@@ -1,8 +1,8 @@
 """Values computed from what a rule read: ``derive = { name = "function:field" }`` in a rule.
 
 Functions: ``sm_to_cc`` (sm_120 -> 12.0), ``cuda_int`` (11040 -> 11.4, the form drivers report),
-or a lookup table from the rule files (keyed by the value itself, "format"; for an arch by "compute_90a"
--> "90a", else its digits, "compute_120a" -> "120").
+or a lookup table from the rule files, keyed by the value itself ("format"), or for an arch by
+"compute_90a" -> "90a", else by its digits ("compute_120a" -> "120").
 """
 
 from __future__ import annotations
