@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from torchsmith.explain.engine import Explainer, match_line
 from torchsmith.explain.normalize import clean_line
-from torchsmith.explain.rules import Rule, load_rules, load_tables
+from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
 from torchsmith.taxonomy import CATEGORIES
 
 RULES = load_rules()
@@ -61,3 +63,38 @@ def test_values_are_extracted() -> None:
         "PyTorch installation.",
     )
     assert values == {"gpu_name": "NVIDIA GeForce RTX 5090", "arch": "sm_120"}
+
+
+def _texts(rule: Rule) -> list[str]:
+    return [rule.explanation, rule.fix, *rule.fix_context]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_fix_commands_do_what_they_say(rule: Rule) -> None:
+    # mistakes an audit of the rules' advice found, kept from coming back:
+    for text in _texts(rule):
+        flat = " ".join(text.split())
+        # `export X=... PATH=$X/bin:$PATH` expands $X before it is set: two exports are needed
+        assert not re.search(r"export (\w+)=\S+ PATH=\$\1\b", flat), flat
+        # `pip show` lists a package's requirements by name only, never a pinned version
+        assert "pip show torch lists" not in flat, flat
+        # --force-reinstall of a package refetches its torch from PyPI too, unless --no-deps
+        for command in re.findall(
+            r"pip install --force-reinstall(?:(?!pip )[^;()])*?<package>", flat
+        ):
+            assert "--no-deps" in command, command
+
+
+@pytest.mark.parametrize(
+    ("rule", "example"),
+    [(r, e) for r in RULES for e in r.examples],
+    ids=lambda v: v.id if isinstance(v, Rule) else "",
+)
+def test_example_renders_as_text(rule: Rule, example: str) -> None:
+    # the diagnosis an example gets reads without leftovers of the templates
+    explainer = Explainer(RULES)
+    explainer.feed("example.log", [example.encode() + b"\n"])
+    fields = {f for text in _texts(rule) for f in template_fields(text)}
+    for diagnosis in explainer.result().diagnoses:
+        for text in (diagnosis.explanation, diagnosis.fix):
+            assert not [f for f in fields if "{" + f + "}" in text], text
