@@ -112,6 +112,27 @@ def test_cu126_torch_on_an_rtx_5070_lacks_kernels() -> None:
     assert "no kernel image" in errors[0].message
 
 
+def test_the_wheel_hint_fits_the_driver_and_pins_the_build() -> None:
+    # an RTX 5070 on driver 570 (CUDA 12.8): a cu13x wheel would need driver 580, so the hint is a
+    # cu128 build, pinned with its local label (pip takes "==2.11.0" as met by any 2.11.0 build)
+    cu126 = TorchInfo(
+        "2.7.1+cu126", "/t/torch", cuda="12.6", archs=ArchSet(sass=("sm_80", "sm_86", "sm_90"))
+    )
+    driver = DriverInfo("570.124.06", "12.8", "nvml")
+    probe = replace(H200_MACHINE, gpus=(RTX5070,), torch=cu126, driver=driver)
+    (error,) = [f for f in analyze(probe) if f.category == "arch-not-compiled"]
+    assert '+cu128" --index-url https://download.pytorch.org/whl/cu128' in error.fix
+    assert "cu13" not in error.fix
+
+
+def test_an_old_driver_is_pointed_at_wheels_that_exist() -> None:
+    # driver 535 reports CUDA 12.2: there are no cu122 wheels, but every cu12x build runs on it
+    probe = replace(H200_MACHINE, driver=DriverInfo("535.104.05", "12.2", "nvml"))
+    (error,) = [f for f in analyze(probe) if f.category == "driver-too-old"]
+    assert "a cu12x build, CUDA 12.x runs on it" in error.fix
+    assert "CUDA 12.2;" not in error.fix
+
+
 def test_ptx_only_route_is_a_warning() -> None:
     ptx = TorchInfo("2.3.0", "/t/torch", cuda="12.1", archs=ArchSet(ptx=("compute_90",)))
     probe = replace(H200_MACHINE, gpus=(RTX5070,), torch=ptx)

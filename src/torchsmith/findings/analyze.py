@@ -67,8 +67,9 @@ def check_gpus(probe: Probe, ctx: Context) -> Iterator[Finding]:
             if "apple" in vendors
             else "for AMD GPUs install a ROCm wheel (Linux) — see `torchsmith plan`"
             if "amd" in vendors
-            else "for Intel GPUs install the xpu wheel (torch 2.5+, Linux and Windows) — see "
-            "`torchsmith plan`"
+            else "for Intel Arc GPUs (discrete, or the Arc graphics of Core Ultra "
+            "processors) install the xpu wheel (torch 2.5+, Linux and Windows) — see "
+            "`torchsmith plan`; older integrated graphics (UHD, Iris Xe) are not supported by it"
             if "intel" in vendors
             else "see `torchsmith plan` for the wheel that fits"
         )

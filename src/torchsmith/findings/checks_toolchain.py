@@ -31,8 +31,9 @@ def check_toolkit_present(probe: Probe, ctx: Context) -> Iterator[Finding]:
         "info",
         "no CUDA toolkit (nvcc) found",
         f"nothing to do for running PyTorch: {WHEELS_NEED_NO_TOOLKIT}. To build extensions, "
-        "install the toolkit matching torch's CUDA version (or `pip install nvidia-cuda-nvcc`) "
-        "and set CUDA_HOME",
+        "install the toolkit matching torch's CUDA version and set CUDA_HOME (for a CUDA 13 "
+        "torch, pip's nvidia-cuda-nvcc of the same version also brings nvcc; the CUDA 11/12 "
+        "wheels do not)",
         subject="cuda toolkit",
     )
 
@@ -172,7 +173,7 @@ def check_host_compiler(probe: Probe, ctx: Context) -> Iterator[Finding]:
             f"{compiler.name} {compiler.version} is outside what CUDA {toolkit.version}'s nvcc "
             f"accepts ({problem}): nvcc stops with 'unsupported ... version'",
             f"install a supported {compiler.name} and pass it to builds (CUDAHOSTCXX / "
-            "NVCC_CCBIN / -ccbin), or use a newer CUDA toolkit",
+            "NVCC_CCBIN / -ccbin), or use a CUDA toolkit whose range includes it",
             subject=compiler.name,
         )
 

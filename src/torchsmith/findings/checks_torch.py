@@ -29,11 +29,18 @@ def check_cpu_only(probe: Probe, ctx: Context) -> Iterator[Finding]:
             subject="torch",
         )
     else:
+        others = sorted({g.vendor for g in probe.gpus if g.vendor in ("amd", "intel")})
+        builds = " or ".join(
+            {"amd": "the ROCm build (AMD, Linux)", "intel": "the xpu build (Intel)"}[v]
+            for v in others
+        )
         yield Finding(
             "cpu-only-torch",
             "info",
             f"torch {torch.version} is a CPU-only build (fine on a machine without an NVIDIA GPU)",
-            f"for a GPU machine install a CUDA build instead; {PLAN_HINT}",
+            f"to use this machine's GPU install {builds}; {PLAN_HINT}"
+            if others
+            else f"for a GPU machine install a CUDA build instead; {PLAN_HINT}",
             subject="torch",
         )
 
@@ -85,20 +92,27 @@ def check_archs(probe: Probe, ctx: Context) -> Iterator[Finding]:
 
 
 def _variant_hint(ctx: Context, gpu: GpuInfo, probe: Probe) -> str:
-    """The newest known wheel that carries native code for ``gpu`` on this platform."""
+    """The newest known wheel that carries native code for ``gpu`` on this platform and whose
+    CUDA the installed driver runs (its floor, when the driver is known)."""
     if ctx.kb is None or not gpu.compute_capability:
         return PLAN_HINT
     from torchsmith.binaries.archs import runs_on  # noqa: PLC0415
 
+    driver = probe.driver.version if probe.driver else None
     for release in ctx.kb.latest_patches():
         for wheel in ctx.kb.wheels_for(release.version, probe.host.os, probe.host.arch):
             if wheel.archs is None:
                 continue
+            floor = _driver_floor(ctx, wheel.cuda, probe.host.os) if wheel.cuda else None
+            if driver and floor and not driver_at_least(driver, floor):
+                continue
             sass = (*wheel.archs.sass, *wheel.archs.extra)
             if runs_on(sass, wheel.archs.ptx, gpu.compute_capability).kind == "sass":
+                # the local label pins the build: pip takes "==2.11.0" as met by any 2.11.0 build
                 return (
                     f"e.g. torch {release.version} {wheel.variant}: `pip install "
-                    f"torch=={release.version} --index-url {wheel.index_url}`; {PLAN_HINT}"
+                    f'"torch=={release.version}+{wheel.variant}" --index-url {wheel.index_url}`; '
+                    f"{PLAN_HINT}"
                 )
     return PLAN_HINT
 
@@ -121,8 +135,8 @@ def check_driver(probe: Probe, ctx: Context) -> Iterator[Finding]:
             "error",
             f"driver {driver.version} allows {allows}, but torch {torch.version} needs CUDA "
             f"{torch.cuda}: torch.cuda.is_available() will be False or CUDA calls fail",
-            f"update the NVIDIA driver{at_least}, or install a torch built for CUDA "
-            f"{driver.cuda_version or 'your driver supports'}; {PLAN_HINT}",
+            f"update the NVIDIA driver{at_least}, or install a torch built for a CUDA this driver "
+            f"runs ({_runs_hint(driver.cuda_version)}); {PLAN_HINT}",
             subject="driver",
         )
     elif have is not None and have < need:
@@ -136,6 +150,18 @@ def check_driver(probe: Probe, ctx: Context) -> Iterator[Finding]:
             subject="driver",
             source="https://docs.nvidia.com/deploy/cuda-compatibility/",
         )
+
+
+def _runs_hint(driver_cuda: str | None) -> str:
+    """Which torch CUDA builds a driver that reports ``driver_cuda`` as its newest runs: from
+    CUDA 11 on, any release of that major (minor-version compatibility), so "12.2" names no
+    wheel to look for."""
+    have = major_minor(driver_cuda)
+    if have is None:
+        return "nvidia-smi shows the newest CUDA it supports"
+    if have[0] >= 11:
+        return f"a cu{have[0]}x build, CUDA {have[0]}.x runs on it"
+    return f"CUDA {driver_cuda} or older"
 
 
 def _driver_floor(ctx: Context, cuda: str, os_name: str) -> str | None:
@@ -172,7 +198,7 @@ def _companion_versions(torch: TorchInfo, ctx: Context) -> Iterator[Finding]:
             "companion-version-mismatch",
             "error",
             f"{name} {have} does not belong with torch {torch.version} (expects {name} {want}.x): "
-            "expect import errors such as 'operator torchvision::nms does not exist'",
+            "expect import or operator-registration errors",
             f"install the matching pair from the same index, e.g. `pip install torch=={base} "
             f"{name}=={want}.*` (add the --index-url torch came from)",
             subject=name,

@@ -126,8 +126,8 @@ def check_rocm_runtime_vs_wheel(probe: Probe, ctx: Context) -> Iterator[Finding]
         f"torch {torch.version} was built with ROCm {built} (HIP {torch.hip}), but /opt/rocm "
         f"is ROCm {system}: the wheel brings its own ROCm libraries, but extensions built with "
         "hipcc from /opt/rocm will not match it",
-        f"install the rocm{system} variant of torch (see `torchsmith plan`), or ROCm {built} "
-        "for building extensions",
+        f"build extensions with ROCm {built} (torch's own), or install a torch release that has a "
+        f"rocm{system} wheel if there is one (`torchsmith plan` lists each release's variants)",
         subject="torch",
     )
 
