@@ -36,7 +36,10 @@ def trap(tmp_path: Path) -> tuple[Path, Path]:
     tree = tmp_path / "tree"
     tree.mkdir()
     git(tree, "init", "-q")
-    (tree / ".gitignore").write_text("build/\n*.o\n/dist\n*.egg-info/\n")
+    # what real .gitignore files also list: a venv, secrets, data, checkpoints (never build output)
+    (tree / ".gitignore").write_text(
+        "build/\n*.o\n/dist\n*.egg-info/\n.venv/\n.env\ndata/\n*.pt\ncheckpoints/\n"
+    )
     (tree / "src").mkdir()
     (tree / "src" / "kernel.cu").write_text("// source\n")
     # A tracked file named like a build directory, in a subfolder, and tracked files in build/.
@@ -61,6 +64,13 @@ def trap(tmp_path: Path) -> tuple[Path, Path]:
     # Symlinks out of the tree, inside ignored places: removed as links, never followed.
     (tree / "build" / "out_link").symlink_to(outside)
     (tree / "dist" / "canary_link.o").symlink_to(outside / "canary.txt")
+    # Ignored user data: kept.
+    (tree / ".venv" / "bin").mkdir(parents=True)
+    (tree / ".venv" / "bin" / "python").write_text("#!/bin/sh\n")
+    (tree / ".env").write_text("TOKEN=secret\n")
+    (tree / "data").mkdir()
+    (tree / "data" / "train.csv").write_text("1,2\n")
+    (tree / "model.pt").write_bytes(b"weights")
     # An untracked, not ignored new source file: kept.
     (tree / "src" / "new_kernel.cu").write_text("// not yet added\n")
     # A nested git repository inside an ignored folder, and one at the top.
@@ -91,6 +101,9 @@ def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
     assert "nested git repository" in kept["build/_deps"]
     assert "src/new_kernel.cu" in kept
     assert "third_party" in kept
+    for data in (".venv", ".env", "data", "model.pt"):
+        assert data not in paths
+        assert "not a known build output" in kept[data]
     assert plan.total_bytes >= 4096 + 100 + 10 + 50
     link = next(e for e in plan.entries if e.path == "build/out_link")
     assert link.kind == "symlink"
@@ -114,6 +127,10 @@ def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
         "build/_deps/fmt-src/format.h",
         "third_party/lib.c",
         ".gitignore",
+        ".venv/bin/python",
+        ".env",
+        "data/train.csv",
+        "model.pt",
     ):
         assert (tree / kept_file).exists(), kept_file
     status = subprocess.run(

@@ -4,8 +4,11 @@
 --others --ignored --exclude-standard --directory``) and what is untracked; outside git it lists
 only the build directories the project kind defines, and only where they look like build output
 (a CMakeCache.txt, build.ninja, setuptools' temp.*/lib.* folders, wheels, PKG-INFO).
-Untracked files that git does not ignore are kept unless they lie in a known build directory:
-they are as likely a new source file as an output. Anything holding a nested git repository is
+Of what git ignores, only what is provably a build output goes (a build directory, egg-info,
+caches, compiled objects and extension modules, CMake's and Ninja's files): a .gitignore lists
+virtual environments, data, checkpoints and secrets too, and those are kept. Untracked files
+that git does not ignore are kept unless they lie in a known build directory: they are as likely
+a new source file as an output. Anything holding a nested git repository is
 kept. Every entry is checked to lie inside the tree with its parent folders resolved, so a
 symlink out of the tree is removed as a link and never followed.
 
@@ -131,7 +134,14 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
     tracked = set(_git_paths(root, "--cached"))
     entries: list[CleanEntry] = []
     kept: list[Kept] = []
-    candidates = [(p, "ignored by git") for p in ignored]
+    candidates: list[tuple[str, str]] = []
+    for p in ignored:
+        rel = p.rstrip("/")
+        reason = _ignored_output_reason(root, rel)
+        if reason is None:
+            kept.append(Kept(rel, "ignored by git, but not a known build output: may be data"))
+        else:
+            candidates.append((p, f"ignored by git, {reason}"))
     for p in untracked:
         rel = p.rstrip("/")
         if rel.split("/")[0] in BUILD_DIR_NAMES or _is_egg_info(rel.split("/")[0]):
@@ -144,6 +154,36 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
         if entry is not None:
             entries.append(entry)
     return entries, kept
+
+
+# Files a build writes next to the sources (in-place extension builds, object files, Ninja's state)
+OUTPUT_SUFFIXES = (".so", ".pyd", ".o", ".obj", ".pyc")
+OUTPUT_FILES = (
+    ".ninja_deps",
+    ".ninja_log",
+    "CMakeCache.txt",
+    "build.ninja",
+    "compile_commands.json",
+)
+OUTPUT_DIRS = ("__pycache__", "CMakeFiles", "torch_extensions", ".eggs")
+
+
+def _ignored_output_reason(root: Path, rel: str) -> str | None:
+    """Why ``rel``, a path under ``root`` that git ignores, is a build output, or None: a
+    .gitignore also lists virtual environments, data, checkpoints and secrets, which clean must
+    never take."""
+    path = root / rel
+    top = next((p for p in rel.split("/") if p in BUILD_DIR_NAMES or _is_egg_info(p)), None)
+    if top is not None:
+        return f"inside a build directory ({top})"
+    name = path.name
+    if path.is_dir() and not path.is_symlink():
+        if name in OUTPUT_DIRS:
+            return "a build cache"
+        return _build_dir_reason(path, python_kind=True)
+    if name in OUTPUT_FILES or name.endswith(OUTPUT_SUFFIXES):
+        return "a compiled output"
+    return None
 
 
 def _is_egg_info(name: str) -> bool:
