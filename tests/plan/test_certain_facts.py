@@ -131,6 +131,17 @@ def test_no_claim_where_the_knowledge_cannot_prove_it() -> None:
     assert not any("cannot run the" in f.message for f in ampere.findings)
 
 
+def test_a_driver_below_the_first_cuda_for_the_gpu_gets_a_warning() -> None:
+    # 565 is below CUDA 12.8's minimum (570.26), the first CUDA for sm_120: not provably too old,
+    # but the RTX 50 series needs the R570 branch, so the plan says so beside its wheel
+    p = plan("linux", "RTX 5090", "565.57.01", None)
+    (f,) = [f for f in p.findings if f.subject == "driver" and "first CUDA for" in f.message]
+    assert f.category == "driver-too-old"
+    assert "570.26" in f.message
+    assert "570.26" in (f.fix or "")
+    assert p.recommendation.kind == "wheel"
+
+
 def test_kepler_with_2_15_says_no_accepted_toolkit_can_target_it() -> None:
     p = plan("linux", "Tesla K80", "470.82.01", ">=2.15")
     assert p.recommendation.kind == "none"

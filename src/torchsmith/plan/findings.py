@@ -61,6 +61,36 @@ def driver_predates_gpu(
     return None
 
 
+def driver_may_predate_gpu(
+    machine: MachineFacts, kb: Knowledge, nvidia: tuple[GpuTarget, ...]
+) -> Finding | None:
+    """A warning where the driver sits between the minimums of the toolkit before a GPU's
+    architecture and of the first that targets it: the knowledge base cannot prove it too old
+    for the GPU (driver_predates_gpu's error), but a new architecture usually arrives with the
+    driver branch of that first CUDA (the RTX 50 series, sm_120, with R570 and CUDA 12.8)."""
+    if machine.driver is None or machine.os not in ("linux", "windows"):
+        return None
+    for gpu in nvidia:
+        known = kb.arch_introduced(gpu.sm) if gpu.sm else None
+        if known is None:
+            continue
+        first = known[1]
+        need = first.min_driver_windows if machine.os == "windows" else first.min_driver_linux
+        if need is None or driver_at_least(machine.driver, need):
+            continue
+        return Finding(
+            category="driver-too-old",
+            severity="warning",
+            message=f"driver {machine.driver} is older than CUDA {first.version}'s minimum "
+            f"({need}), the first CUDA for {gpu.sm}: a new GPU architecture usually needs a "
+            f"driver of that release or newer, so it may not run the {gpu.name}",
+            fix=f"if nvidia-smi does not list the {gpu.name}, install an NVIDIA driver >= {need}",
+            subject="driver",
+            source=first.sources[0] if first.sources else None,
+        )
+    return None
+
+
 def _driver(
     machine: MachineFacts,
     kb: Knowledge,

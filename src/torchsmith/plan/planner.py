@@ -93,6 +93,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     # a driver older than a GPU's architecture runs nothing on it: plan for the driver the
     # user must install anyway, and say so first
     unusable = plan_findings.driver_predates_gpu(machine, kb, nvidia)
+    doubtful = None if unusable else plan_findings.driver_may_predate_gpu(machine, kb, nvidia)
     planned = machine if unusable is None else replace(machine, driver=None)
     viable, rejected = _evaluate(
         machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
@@ -145,7 +146,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         recommendation=recommendation,
         alternatives=alternatives,
         rejected=tuple(rejected),
-        findings=findings if unusable is None else (unusable, *findings),
+        findings=tuple(f for f in (unusable or doubtful,) if f is not None) + findings,
         source_build=source,
     )
 
