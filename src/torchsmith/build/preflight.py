@@ -25,7 +25,10 @@ from torchsmith.knowledge.compat import arch_list_tokens, parse_cc
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER
 
-CLEAN_FIX = "clean the build outputs and configure again: torchsmith clean (or build --clean)"
+CLEAN_FIX = (
+    "clean the build outputs and configure again: torchsmith clean --yes (torchsmith clean lists "
+    "them first), or build --clean"
+)
 
 
 def preflight(
@@ -136,7 +139,7 @@ def _tools(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
                 "error",
                 f"the tree needs cmake >= {tree.cmake_minimum} "
                 f"(cmake_minimum_required); {cmake.path} is {cmake.version}",
-                f"pip install 'cmake>={tree.cmake_minimum}'",
+                f'pip install "cmake>={tree.cmake_minimum}"',  # double quotes work in cmd too
                 subject="cmake",
             )
         )
@@ -179,7 +182,7 @@ def _submodules(tree: TreeFacts) -> list[Finding]:
             "missing-build-dependency",
             "error",
             f"{len(missing)} git submodule(s) not initialised: {shown}",
-            f"git -C {tree.path} submodule update --init --recursive",
+            f'git -C "{tree.path}" submodule update --init --recursive',
             subject="git submodules",
         )
     ]

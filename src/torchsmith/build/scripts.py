@@ -323,7 +323,10 @@ def _cmd_step(step: Step) -> list[str]:
         out.append("setlocal")
         out += _cmd_sets(step.env)
     out.append(" ".join(_cmd_args(step.argv)))
-    out.append(f"if errorlevel 1 (call :fail {cmd_echo_text('step ' + step.name)} & exit /b 1)")
+    # "if errorlevel 1" is false for a negative exit code (a crash: 0xC0000005 is -1073741819)
+    out.append(
+        f"if %ERRORLEVEL% neq 0 (call :fail {cmd_echo_text('step ' + step.name)} & exit /b 1)"
+    )
     if step.env:
         out.append("endlocal")
     return out

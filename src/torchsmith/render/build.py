@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +54,12 @@ def render_plan(plan: Any, console: Console) -> None:
         render_findings(plan.findings, console)
     else:
         console.print("[bold green]preflight: nothing found[/bold green]")
-    console.print("[bold]commands[/bold]")
+    console.print(
+        "[bold]commands[/bold] [dim](POSIX shell; --emit powershell or --emit cmd writes a "
+        "script for Windows)[/dim]"
+    )
     for key in sorted(config.env):
-        console.print(f"  export {key}={escape(config.env[key])}", soft_wrap=True)
+        console.print(f"  export {key}={escape(shlex.quote(config.env[key]))}", soft_wrap=True)
     for step in config.steps:
         console.print(
             f"  [dim]({step.name}, in {escape(step.cwd)})[/dim] {escape(display(step.argv))}",

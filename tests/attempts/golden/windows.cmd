@@ -23,7 +23,7 @@ cd /d "C:\Users\Ann Lee\src\my ext & co (test)" || (call :fail no folder C:\User
 setlocal
 set "DISTUTILS_USE_SDK=1"
 "C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe" setup.py build_ext --inplace "-DFLAG=a&b|c^d%%PATH%%"
-if errorlevel 1 (call :fail step build & exit /b 1)
+if %ERRORLEVEL% neq 0 (call :fail step build & exit /b 1)
 endlocal
 
 call :log build finished
