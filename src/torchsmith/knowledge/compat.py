@@ -74,7 +74,10 @@ def driver_at_least(driver: str, floor: str) -> bool:
 def describe_archs(sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> str:
     """ "sm_50…sm_90" style summary for messages (full list when short)."""
     items = sorted(sass, key=_arch_sort_key)
-    text = ", ".join(items) if len(items) <= 4 else f"{items[0]}…{items[-1]}"
+    if len(items) > 4:
+        text = f"{items[0]}…{items[-1]}"
+    else:
+        text = " and ".join(filter(None, (", ".join(items[:-1]), items[-1] if items else "")))
     if ptx:
         text += " + PTX " + ", ".join(sorted(ptx, key=_arch_sort_key))
     return text or "no GPU code"

@@ -981,7 +981,7 @@ def plan_source_build(
             msc_ver_min=chosen.msc_ver_min,
             msc_ver_max=chosen.msc_ver_max,
             sources=tuple(dict.fromkeys((*_range_sources(kb, release), *chosen.sources))),
-            accepts=f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
+            accepts=f"{lo[0]}.{lo[1]}" if lo == hi else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
         )
     return None
 
@@ -1008,7 +1008,7 @@ def _source_recommendation(
     reasons = [
         f"build torch {build.torch} from source with CUDA {build.toolkit} and "
         f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list}: {accepts}CUDA {span} "
-        "can compile for these GPUs",
+        f"can compile for {'these GPUs' if ';' in build.torch_cuda_arch_list else 'this GPU'}",
         f"host compiler: gcc <= {build.gcc_max_major}, clang <= {build.clang_max_major}, "
         f"MSVC _MSC_VER {build.msc_ver_min}–{build.msc_ver_max}",
     ]
@@ -1060,7 +1060,7 @@ def _jetson_plan(
         reasons.append(
             f"a source build on a Jetson uses the CUDA of its JetPack release, not a toolkit "
             f"installed from NVIDIA's downloads: torch {source.torch}'s source accepts CUDA "
-            f"{accepts}, so with an older JetPack CUDA build an older torch release"
+            f"{accepts}, so, with an older JetPack CUDA, build an older torch release"
         )
     rec = Recommendation(
         kind="none",
