@@ -243,3 +243,12 @@ def test_the_gpu_decides_before_the_python_version() -> None:
     # where a wheel would serve the GPU, Python is what to change
     q = plan("linux", "RTX 4090", "580.95.05", "==2.15.*", python="3.9")
     assert {r.category for r in q.rejected} == {"python-unsupported"}
+
+
+def test_a_source_build_is_not_offered_for_a_python_newer_than_the_release() -> None:
+    # torch 2.7.1 (the last that CUDA 11.8 builds for sm_37) shipped wheels up to Python 3.13;
+    # its Requires-Python has no upper bound, but a build on 3.14 is not what it was released for
+    k80 = plan("linux", "Tesla K80", None, None, python="3.14")
+    assert k80.recommendation.kind == "none"
+    assert any("predates Python 3.14" in r for r in k80.recommendation.reasons)
+    assert plan("linux", "Tesla K80", None, None, python="3.12").recommendation.kind == "wheel"

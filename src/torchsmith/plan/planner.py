@@ -894,6 +894,21 @@ def _no_source_reason(
             f"a source build does not help either: the toolkits these torch releases accept "
             f"that can compile for {targets} need a newer driver than {machine.driver}",
         )
+    if machine.python:
+        older = [r for r in releases if _newer_than_its_pythons(machine.python, r)]
+        fitting = plan_source_build(
+            machine=replace(machine, python=None),
+            kb=kb,
+            options=PlanOptions(),
+            releases=older,
+            nvidia=nvidia,
+        )
+        if fitting is not None:
+            return (
+                f"a source build of torch {fitting.torch} could target {targets}, but that "
+                f"release predates Python {machine.python}: build it with a Python it shipped "
+                "wheels for (a venv with an older Python)",
+            )
     return ()
 
 
@@ -952,6 +967,8 @@ def plan_source_build(
             machine.python.rstrip("t") + ".0"
         ):
             continue
+        if machine.python and _newer_than_its_pythons(machine.python, release):
+            continue  # Requires-Python has no upper bound; a release predates later Pythons
         span = _source_span(kb, release)
         if span is None:
             continue
@@ -994,6 +1011,16 @@ def _range_sources(kb: Knowledge, release: TorchRelease) -> tuple[str, ...]:
 def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
     floor = kb.driver_floor(cuda, machine.os)
     return machine.driver is None or floor is None or driver_at_least(machine.driver, floor)
+
+
+def _newer_than_its_pythons(python: str, release: TorchRelease) -> bool:
+    """``python`` ("3.14", "3.13t") is newer than every Python ``release`` shipped wheels for."""
+
+    def minor(tag: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in tag.rstrip("t").split(".")[:2] if p.isdigit())
+
+    shipped = [minor(tag) for tags in release.python.values() for tag in tags]
+    return bool(shipped) and minor(python) > max(shipped)
 
 
 def _source_recommendation(
