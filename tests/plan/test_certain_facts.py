@@ -252,3 +252,10 @@ def test_a_source_build_is_not_offered_for_a_python_newer_than_the_release() -> 
     assert k80.recommendation.kind == "none"
     assert any("predates Python 3.14" in r for r in k80.recommendation.reasons)
     assert plan("linux", "Tesla K80", None, None, python="3.12").recommendation.kind == "wheel"
+
+
+def test_an_older_patch_that_ships_for_this_python_is_planned() -> None:
+    # 2.12.1 has no 3.13t wheels; 2.12.0 does: the 2.12 line is planned with 2.12.0
+    p = plan("linux", "RTX 4090", None, "==2.12.*", python="3.13t")
+    assert p.recommendation.kind == "wheel"
+    assert p.recommendation.torch == "2.12.0"

@@ -60,18 +60,31 @@ def platform_of(machine: MachineFacts) -> str:
     return f"{machine.os}-{machine.arch}"
 
 
-def candidate_releases(kb: Knowledge, spec: SpecifierSet | None) -> list[TorchRelease]:
-    """The newest matching patch of every minor, newest minor first."""
+def candidate_releases(
+    kb: Knowledge, spec: SpecifierSet | None, machine: MachineFacts | None = None
+) -> list[TorchRelease]:
+    """The newest matching patch of every minor, newest minor first; for a machine whose Python
+    the newest patch has no wheel for, the newest patch that has one (2.12.1 dropped 3.13t
+    wheels that 2.12.0 had)."""
     by_minor: dict[str, TorchRelease] = {}
     for release in kb.releases:
         if spec is None or spec.contains(Version(release.version), prereleases=True):
-            by_minor[release.minor] = release
+            known = by_minor.get(release.minor)
+            if known is None or _ships(release, machine) or not _ships(known, machine):
+                by_minor[release.minor] = release
     return sorted(by_minor.values(), key=lambda r: Version(r.version), reverse=True)
+
+
+def _ships(release: TorchRelease, machine: MachineFacts | None) -> bool:
+    """``release`` has a wheel for the machine's Python on its platform (True when unknown)."""
+    if machine is None or machine.python is None:
+        return True
+    return machine.python in release.python.get(platform_of(machine), [])
 
 
 def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Plan:
     spec = parse_spec(options.torch)
-    releases = candidate_releases(kb, spec)
+    releases = candidate_releases(kb, spec, machine)
     base = Plan(machine=machine, options=options, recommendation=_none("no plan"))
     if not releases:
         newest = kb.newest_release().version
