@@ -259,3 +259,10 @@ def test_an_older_patch_that_ships_for_this_python_is_planned() -> None:
     p = plan("linux", "RTX 4090", None, "==2.12.*", python="3.13t")
     assert p.recommendation.kind == "wheel"
     assert p.recommendation.torch == "2.12.0"
+
+
+def test_the_python_fix_names_free_threaded_builds_apart() -> None:
+    # a range "3.11-3.15t" would include the 3.13t the user has, which 2.15 ships no wheel for
+    p = plan("linux", "RTX 4090", None, None, python="3.13t")
+    (f,) = [f for f in p.findings if f.category == "python-unsupported"]
+    assert f.fix == "use Python 3.11–3.15 (free-threaded: 3.14t, 3.15t) for torch 2.15.0"

@@ -199,7 +199,7 @@ def _python(
             severity="warning",
             message=f"torch {newest.version} has no wheel for Python {machine.python} "
             f"(it has {', '.join(tags)}); with this Python the newest is {rec.torch}",
-            fix=f"use Python {tags[0]}–{tags[-1]} for torch {newest.version}",
+            fix=f"use {_pythons(tags)} for torch {newest.version}",
             subject="python",
             source=newest.sources[0],
         )
@@ -219,3 +219,14 @@ def jetson(gpu: GpuTarget) -> tuple[Finding, ...]:
             source="jetson_pytorch",
         ),
     )
+
+
+def _pythons(tags: tuple[str, ...] | list[str]) -> str:
+    """ "Python 3.11 to 3.15 (free-threaded: 3.14t, 3.15t)": a range of the regular builds, and the
+    free-threaded ones by name, since a range over both would include a 3.13t the release lacks."""
+    regular = [t for t in tags if not t.endswith("t")]
+    threaded = [t for t in tags if t.endswith("t")]
+    text = f"Python {regular[0]}–{regular[-1]}" if len(regular) > 1 else f"Python {regular[0]}"
+    if not regular:
+        return "Python " + ", ".join(threaded)
+    return text + (f" (free-threaded: {', '.join(threaded)})" if threaded else "")
