@@ -197,3 +197,16 @@ def test_write_script_for_build_emit(tmp_path: Path) -> None:
     assert write_script(windows_config(), "cmd", None).startswith("@echo off")
     with pytest.raises(InputError):
         write_script(windows_config(), "bash", tmp_path / "missing" / "dir" / "x.sh")
+
+
+def test_an_absolute_build_dir_inside_the_tree_gets_its_clean_step() -> None:
+    # detection gives the build directory as an absolute path: the script still offers to clean
+    # it (inside the tree), and says so only then
+    config = windows_config()
+    inside = replace(config.project, build_dir=config.project.path + "\\build")
+    text = emit_script(replace(config, project=inside), "powershell")
+    assert "TORCHSMITH_CLEAN" in text.splitlines()[3]
+    assert "my ext & co (test)\\build" in text
+    outside = replace(config.project, build_dir="D:\\elsewhere\\build")
+    text = emit_script(replace(config, project=outside), "powershell")
+    assert "TORCHSMITH_CLEAN" not in text

@@ -60,15 +60,23 @@ def _check_names(config: BuildConfig) -> None:
             )
 
 
-def _title(config: BuildConfig) -> list[str]:
+_CLEAN_HOW = {
+    "bash": f"run it as {CLEAN_VAR}=1 <script> to remove the build directory first",
+    "powershell": f"set $env:{CLEAN_VAR} = '1' before running it to remove the build directory",
+    "cmd": f"run set {CLEAN_VAR}=1 in the same window first to remove the build directory",
+}
+
+
+def _title(config: BuildConfig, shell: str) -> list[str]:
     project = config.project
     lines = [
         f"Build script for {project.name or project.path} ({project.kind}, {project.build_system})",
         "written by torchsmith: the same environment and steps as 'torchsmith build'",
         f"profile {config.profile}; archs {';'.join(config.arch_list) or '(none)'}; "
         f"jobs {config.jobs}; cache {config.cache}",
-        f"set {CLEAN_VAR}=1 to remove the build directory first",
     ]
+    if _clean_dir(config) is not None:
+        lines.append(_CLEAN_HOW[shell])
     return [line.replace("\n", " ").replace("\r", " ") for line in lines]
 
 
@@ -85,6 +93,9 @@ def _clean_dir(config: BuildConfig) -> str | None:
     build_dir = config.project.build_dir
     if not build_dir:
         return None
+    tree = config.project.path.replace("\\", "/").rstrip("/") + "/"
+    if build_dir.replace("\\", "/").lower().startswith(tree.lower()):
+        build_dir = build_dir[len(tree) :]  # detection gives it absolute, inside the tree
     parts = build_dir.replace("\\", "/").split("/")
     if build_dir.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", build_dir):
         return None
@@ -97,7 +108,7 @@ def _clean_dir(config: BuildConfig) -> str | None:
 def _bash(config: BuildConfig) -> str:
     q = shlex.quote
     tree = config.project.path
-    out = ["#!/usr/bin/env bash", *(f"# {line}" for line in _title(config))]
+    out = ["#!/usr/bin/env bash", *(f"# {line}" for line in _title(config, "bash"))]
     out += [
         "set -euo pipefail",
         "",
@@ -155,7 +166,7 @@ def ps_quote(value: str) -> str:
 def _powershell(config: BuildConfig) -> str:
     p = ps_quote
     tree = config.project.path
-    out = [*(f"# {line}" for line in _title(config))]
+    out = [*(f"# {line}" for line in _title(config, "powershell"))]
     out += [
         "$ErrorActionPreference = 'Stop'",
         "Set-StrictMode -Version 3.0",
@@ -252,7 +263,7 @@ def _no_quote_or_newline(value: str, *, allow_quote: bool = False) -> None:
 
 def _cmd(config: BuildConfig) -> str:
     tree = config.project.path
-    out = ["@echo off", *(f"rem {cmd_echo_text(line)}" for line in _title(config))]
+    out = ["@echo off", *(f"rem {cmd_echo_text(line)}" for line in _title(config, "cmd"))]
     out += [
         "setlocal EnableExtensions DisableDelayedExpansion",
         'if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"',

@@ -2,7 +2,7 @@
 rem Build script for my_ext [cpp_extension, setup.py]
 rem written by torchsmith: the same environment and steps as 'torchsmith build'
 rem profile fast; archs 8.6;12.0+PTX; jobs 8; cache none
-rem set TORCHSMITH_CLEAN=1 to remove the build directory first
+rem run set TORCHSMITH_CLEAN=1 in the same window first to remove the build directory
 setlocal EnableExtensions DisableDelayedExpansion
 if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"
 

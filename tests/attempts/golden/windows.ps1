@@ -1,7 +1,7 @@
 # Build script for my_ext (cpp_extension, setup.py)
 # written by torchsmith: the same environment and steps as 'torchsmith build'
 # profile fast; archs 8.6;12.0+PTX; jobs 8; cache none
-# set TORCHSMITH_CLEAN=1 to remove the build directory first
+# set $env:TORCHSMITH_CLEAN = '1' before running it to remove the build directory
 $ErrorActionPreference = 'Stop'
 Set-StrictMode -Version 3.0
 $Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else { 'torchsmith-build-' + (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }
