@@ -15,6 +15,7 @@ from torchsmith.build.tree import tree_options
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.probe.model import Probe, ToolInfo
+from torchsmith.util.cmd import windows_command_line
 
 from .conftest import PROJECTS, no_gpu, rtx5070_windows, with_ram
 
@@ -233,5 +234,13 @@ def test_windows_rtx5070(kb: Knowledge) -> None:
     assert "-DCMAKE_NINJA_FORCE_RESPONSE_FILE=ON" in c.cmake_args
     assert c.steps[0].argv[0] == "cmd.exe"
     assert "vcvars64.bat" in c.steps[0].argv[-1]
+    # Windows gets the step's line as written: cmd /s strips the outer quotes and reads the rest;
+    # subprocess's own quoting would have turned the inner quotes into \" (which cmd does not read)
+    line = windows_command_line(c.steps[0].argv)
+    assert isinstance(line, str)
+    assert line.startswith('cmd.exe /d /s /c "call "')
+    assert line.endswith('"')
+    assert '\\"' not in line
+    assert windows_command_line(("python", "a b")) == ("python", "a b")
     assert ext.host_compiler is not None
     assert ext.host_compiler.endswith("cl.exe")

@@ -93,7 +93,7 @@ def spawn(
     tool = Path(args[0]).name if args else "?"
     try:
         return subprocess.Popen(
-            args,
+            windows_command_line(args) if os.name == "nt" else args,
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -107,6 +107,19 @@ def spawn(
         raise CommandNotFoundError(f"{tool}: not executable ({args[0]})") from exc
     except OSError as exc:
         raise CommandNotFoundError(f"{tool}: cannot be started: {exc.strerror or exc}") from exc
+
+
+def windows_command_line(args: Sequence[str]) -> str | Sequence[str]:
+    """The command line Windows gets for ``args``: subprocess's own quoting (list2cmdline), except
+    for ``cmd.exe /d /s /c "<line>"``, whose line is already quoted for cmd and must reach it as
+    written (list2cmdline would turn its inner quotes into \\", which cmd does not read)."""
+    if (
+        len(args) == 5
+        and Path(args[0]).name.lower() == "cmd.exe"
+        and args[1:4] == ("/d", "/s", "/c")
+    ):
+        return f"{args[0]} /d /s /c {args[4]}"
+    return args
 
 
 def run(
