@@ -173,6 +173,9 @@ def _powershell(config: BuildConfig) -> str:
         "$Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else "
         "{ 'torchsmith-build-' + "
         "(Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }",
+        "# one log however the steps change folder: anchor a relative name where the script starts",
+        "if (-not [System.IO.Path]::IsPathRooted($Log)) "
+        "{ $Log = Join-Path (Get-Location).Path $Log }",
         "function Write-Log([string]$Message) {",
         "    $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' "
         "+ $Message",
@@ -267,6 +270,7 @@ def _cmd(config: BuildConfig) -> str:
     out += [
         "setlocal EnableExtensions DisableDelayedExpansion",
         'if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"',
+        'for %%I in ("%TORCHSMITH_LOG%") do set "TORCHSMITH_LOG=%%~fI"',
         "",
         "call :log checking tools",
     ]

@@ -5,6 +5,7 @@ rem profile fast; archs 8.6;12.0+PTX; jobs 8; cache none
 rem run set TORCHSMITH_CLEAN=1 in the same window first to remove the build directory
 setlocal EnableExtensions DisableDelayedExpansion
 if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"
+for %%I in ("%TORCHSMITH_LOG%") do set "TORCHSMITH_LOG=%%~fI"
 
 call :log checking tools
 if not exist "C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe" (call :fail not found: C:\Users\Ann Lee\venvs\torch [cu129]\Scripts\python.exe & exit /b 1)

@@ -5,6 +5,8 @@
 $ErrorActionPreference = 'Stop'
 Set-StrictMode -Version 3.0
 $Log = if ($env:TORCHSMITH_LOG) { $env:TORCHSMITH_LOG } else { 'torchsmith-build-' + (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ') + '.log' }
+# one log however the steps change folder: anchor a relative name where the script starts
+if (-not [System.IO.Path]::IsPathRooted($Log)) { $Log = Join-Path (Get-Location).Path $Log }
 function Write-Log([string]$Message) {
     $line = (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + $Message
     Write-Host $line
