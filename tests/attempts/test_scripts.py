@@ -210,3 +210,10 @@ def test_an_absolute_build_dir_inside_the_tree_gets_its_clean_step() -> None:
     outside = replace(config.project, build_dir="D:\\elsewhere\\build")
     text = emit_script(replace(config, project=outside), "powershell")
     assert "TORCHSMITH_CLEAN" not in text
+
+
+def test_a_posix_build_dir_differing_in_case_is_not_the_trees() -> None:
+    # on Linux /a/Proj and /a/proj are different folders: no clean step for the other one
+    config = windows_config()
+    project = replace(config.project, path="/a/Proj", build_dir="/a/proj/build")
+    assert "TORCHSMITH_CLEAN" not in emit_script(replace(config, project=project), "bash")

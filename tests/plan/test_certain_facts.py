@@ -266,3 +266,10 @@ def test_the_python_fix_names_free_threaded_builds_apart() -> None:
     p = plan("linux", "RTX 4090", None, None, python="3.13t")
     (f,) = [f for f in p.findings if f.category == "python-unsupported"]
     assert f.fix == "use Python 3.11–3.15 (free-threaded: 3.14t, 3.15t) for torch 2.15.0"
+
+
+def test_python_lists_with_only_free_threaded_builds() -> None:
+    from torchsmith.plan.findings import _pythons  # noqa: PLC0415 - the helper alone
+
+    assert _pythons(["3.13t"]) == "Python 3.13t"
+    assert _pythons(["3.12"]) == "Python 3.12"

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from torchsmith import platforms
 from torchsmith.util import cmd
 
 
@@ -53,3 +54,19 @@ def test_check_raises_with_the_last_error_line() -> None:
 )
 def test_decode_never_raises(raw: bytes, text: str) -> None:
     assert cmd.decode(raw) == text
+
+
+def test_spawn_passes_a_cmd_line_as_written_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on Windows, spawn hands Popen the command line windows_command_line makes
+    seen: list[object] = []
+
+    class Fake:
+        def __init__(self, args: object, **_: object) -> None:
+            seen.append(args)
+
+    monkeypatch.setattr(cmd.subprocess, "Popen", Fake)
+    line = '"call "C:\\VS\\vcvars64.bat" && python -V"'
+    with platforms.override("windows"):
+        cmd.spawn(("cmd.exe", "/d", "/s", "/c", line), stdin=0, stderr=0, env=None, cwd=None)
+        cmd.spawn(["python", "-V"], stdin=0, stderr=0, env=None, cwd=None)  # type: ignore[arg-type]
+    assert seen == [f"cmd.exe /d /s /c {line}", ["python", "-V"]]

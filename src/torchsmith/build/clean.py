@@ -135,9 +135,11 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
     entries: list[CleanEntry] = []
     kept: list[Kept] = []
     candidates: list[tuple[str, str]] = []
+    # an untracked folder git does not ignore (a venv, a new package) is kept whole, below too
+    open_dirs = tuple(p for p in untracked if p.endswith("/"))
     for p in ignored:
         rel = p.rstrip("/")
-        reason = _ignored_output_reason(root, rel)
+        reason = None if p.startswith(open_dirs) else _ignored_output_reason(root, rel, tracked)
         if reason is None:
             kept.append(Kept(rel, "ignored by git, but not a known build output: may be data"))
         else:
@@ -157,7 +159,7 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
 
 
 # Files a build writes next to the sources (in-place extension builds, object files, Ninja's state)
-OUTPUT_SUFFIXES = (".so", ".pyd", ".o", ".obj", ".pyc")
+OUTPUT_SUFFIXES = (".so", ".pyd", ".o", ".pyc")
 OUTPUT_FILES = (
     ".ninja_deps",
     ".ninja_log",
@@ -166,24 +168,45 @@ OUTPUT_FILES = (
     "compile_commands.json",
 )
 OUTPUT_DIRS = ("__pycache__", "CMakeFiles", "torch_extensions", ".eggs")
+ENV_MARKERS = ("pyvenv.cfg", "conda-meta")  # a folder holding one is an environment, not output
 
 
-def _ignored_output_reason(root: Path, rel: str) -> str | None:
+def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | None:
     """Why ``rel``, a path under ``root`` that git ignores, is a build output, or None: a
     .gitignore also lists virtual environments, data, checkpoints and secrets, which clean must
-    never take."""
+    never take. Only the top folder counts as a build directory (src/tool/build may be a
+    package), and only while it holds no tracked file; inside one that does, and anywhere
+    else, the path must itself look like output."""
     path = root / rel
-    top = next((p for p in rel.split("/") if p in BUILD_DIR_NAMES or _is_egg_info(p)), None)
-    if top is not None:
-        return f"inside a build directory ({top})"
+    parts = rel.split("/")
+    if any(
+        (root.joinpath(*parts[:i]) / m).exists() for i in range(1, len(parts)) for m in ENV_MARKERS
+    ):
+        return None
+    top = parts[0]
+    in_build_dir = top in BUILD_DIR_NAMES or _is_egg_info(top)
+    if in_build_dir and not any(t.startswith(top + "/") for t in tracked):
+        return f"a build directory ({top})" if len(parts) == 1 else f"in a build directory ({top})"
+    if path.is_symlink():
+        return "a link in a build directory (the link only)" if in_build_dir else None
     name = path.name
-    if path.is_dir() and not path.is_symlink():
+    if path.is_dir():
+        if any((path / m).exists() for m in ENV_MARKERS):
+            return None
         if name in OUTPUT_DIRS:
             return "a build cache"
-        return _build_dir_reason(path, python_kind=True)
+        reason = _build_dir_reason(path, python_kind=True)
+        if reason is None and in_build_dir and _only_outputs(path):
+            return "compiled objects only"
+        return reason
     if name in OUTPUT_FILES or name.endswith(OUTPUT_SUFFIXES):
         return "a compiled output"
     return None
+
+
+def _only_outputs(path: Path) -> bool:
+    files = [Path(d) / f for d, _, fs in os.walk(path, followlinks=False) for f in fs]
+    return bool(files) and all(f.name.endswith(OUTPUT_SUFFIXES) for f in files)
 
 
 def _is_egg_info(name: str) -> bool:

@@ -94,7 +94,9 @@ def _clean_dir(config: BuildConfig) -> str | None:
     if not build_dir:
         return None
     tree = config.project.path.replace("\\", "/").rstrip("/") + "/"
-    if build_dir.replace("\\", "/").lower().startswith(tree.lower()):
+    given = build_dir.replace("\\", "/")
+    windows = re.match(r"[A-Za-z]:", tree) is not None  # only Windows paths ignore case
+    if given.lower().startswith(tree.lower()) if windows else given.startswith(tree):
         build_dir = build_dir[len(tree) :]  # detection gives it absolute, inside the tree
     parts = build_dir.replace("\\", "/").split("/")
     if build_dir.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", build_dir):

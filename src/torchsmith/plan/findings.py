@@ -226,7 +226,7 @@ def _pythons(tags: tuple[str, ...] | list[str]) -> str:
     free-threaded ones by name, since a range over both would include a 3.13t the release lacks."""
     regular = [t for t in tags if not t.endswith("t")]
     threaded = [t for t in tags if t.endswith("t")]
-    text = f"Python {regular[0]}–{regular[-1]}" if len(regular) > 1 else f"Python {regular[0]}"
     if not regular:
         return "Python " + ", ".join(threaded)
+    text = f"Python {regular[0]}–{regular[-1]}" if len(regular) > 1 else f"Python {regular[0]}"
     return text + (f" (free-threaded: {', '.join(threaded)})" if threaded else "")

@@ -920,7 +920,8 @@ def _no_source_reason(
             return (
                 f"a source build of torch {fitting.torch} could target {targets}, but that "
                 f"release predates Python {machine.python}: build it with a Python it shipped "
-                "wheels for (a venv with an older Python)",
+                "wheels for (a venv with an older Python), or build PyTorch's main branch, the "
+                "first to take a new Python",
             )
     return ()
 

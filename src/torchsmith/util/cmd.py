@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchsmith import platforms
 from torchsmith.errors import ToolError
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def spawn(
     tool = Path(args[0]).name if args else "?"
     try:
         return subprocess.Popen(
-            windows_command_line(args) if os.name == "nt" else args,
+            windows_command_line(args) if platforms.current_os() == "windows" else args,
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -116,7 +117,7 @@ def windows_command_line(args: Sequence[str]) -> str | Sequence[str]:
     if (
         len(args) == 5
         and Path(args[0]).name.lower() == "cmd.exe"
-        and args[1:4] == ("/d", "/s", "/c")
+        and tuple(args[1:4]) == ("/d", "/s", "/c")
     ):
         return f"{args[0]} /d /s /c {args[4]}"
     return args
