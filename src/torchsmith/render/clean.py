@@ -23,7 +23,9 @@ def human_bytes(n: int) -> str:
 def render_clean(outcome: Any, console: Console) -> None:
     plan, result = outcome["plan"], outcome.get("result")
     assert isinstance(plan, CleanPlan)
-    source = "git: ignored files and build directories" if plan.in_git else "known build dirs"
+    source = (
+        "git: ignored build outputs and build directories" if plan.in_git else "known build dirs"
+    )
     console.print(f"[bold]{escape(plan.tree)}[/bold] [dim]({source})[/dim]")
     if not plan.entries:
         console.print("[green]nothing to clean[/green]")
