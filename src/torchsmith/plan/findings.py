@@ -8,6 +8,7 @@ from torchsmith.knowledge import Knowledge, TorchRelease
 from torchsmith.knowledge.compat import driver_at_least, parse_cc
 from torchsmith.plan.model import GpuTarget, MachineFacts, Recommendation, Rejection, SourceBuild
 from torchsmith.probe.model import Finding
+from torchsmith.taxonomy import Severity
 
 
 def collect(
@@ -27,68 +28,58 @@ def collect(
     return tuple(dict.fromkeys(out))  # two installs of one toolkit version say the same thing
 
 
-def driver_predates_gpu(
+def driver_vs_gpu(
     machine: MachineFacts, kb: Knowledge, nvidia: tuple[GpuTarget, ...]
 ) -> Finding | None:
-    """The driver shipped before any CUDA could target a GPU's architecture: nothing runs.
+    """Whether the driver predates a GPU's architecture, by what the knowledge base can prove.
 
-    Decided only where the knowledge base proves it: the driver is below the minimum of the
-    toolkit release just before the first one that targets the GPU's sm_XY.
+    An error (nothing runs) where the driver is below the minimum of the toolkit release just
+    before the first one that targets the GPU's sm_XY; a warning where it is below that first
+    one's minimum only: not provably too old, but a new architecture usually arrives with the
+    driver branch of that first CUDA (the RTX 50 series, sm_120, with R570 and CUDA 12.8).
     """
     if machine.driver is None or machine.os not in ("linux", "windows"):
         return None
+    warning: Finding | None = None
+    severity: Severity
     for gpu in nvidia:
         known = kb.arch_introduced(gpu.sm) if gpu.sm else None
         if known is None:
             continue
         before, first = known
-        if machine.os == "windows":
-            floor, need = before.min_driver_windows, first.min_driver_windows
+        windows = machine.os == "windows"
+        floor = before.min_driver_windows if windows else before.min_driver_linux
+        need = first.min_driver_windows if windows else first.min_driver_linux
+        if floor is not None and not driver_at_least(machine.driver, floor):
+            message = (
+                f"driver {machine.driver} cannot run the {gpu.name} ({gpu.sm}): it is older than "
+                f"CUDA {before.version}'s minimum driver ({floor}), and {gpu.sm} GPUs came with "
+                f"CUDA {first.version}"
+            )
+            fix = f"install an NVIDIA driver >= {need}" if need else "install a newer NVIDIA driver"
+            severity = "error"
+        elif warning is None and need is not None and not driver_at_least(machine.driver, need):
+            message = (
+                f"driver {machine.driver} is older than CUDA {first.version}'s minimum ({need}), "
+                f"the first CUDA for {gpu.sm}: a new GPU architecture usually needs a driver of "
+                f"that release or newer, so it may not run the {gpu.name}"
+            )
+            fix = f"if nvidia-smi does not list the {gpu.name}, install an NVIDIA driver >= {need}"
+            severity = "warning"
         else:
-            floor, need = before.min_driver_linux, first.min_driver_linux
-        if floor is None or driver_at_least(machine.driver, floor):
             continue
-        return Finding(
+        found = Finding(
             category="driver-too-old",
-            severity="error",
-            message=f"driver {machine.driver} cannot run the {gpu.name} ({gpu.sm}): it is older "
-            f"than CUDA {before.version}'s minimum driver ({floor}), and {gpu.sm} GPUs came "
-            f"with CUDA {first.version}",
-            fix=f"install an NVIDIA driver >= {need}" if need else "install a newer NVIDIA driver",
+            severity=severity,
+            message=message,
+            fix=fix,
             subject="driver",
             source=first.sources[0] if first.sources else None,
         )
-    return None
-
-
-def driver_may_predate_gpu(
-    machine: MachineFacts, kb: Knowledge, nvidia: tuple[GpuTarget, ...]
-) -> Finding | None:
-    """A warning where the driver sits between the minimums of the toolkit before a GPU's
-    architecture and of the first that targets it: the knowledge base cannot prove it too old
-    for the GPU (driver_predates_gpu's error), but a new architecture usually arrives with the
-    driver branch of that first CUDA (the RTX 50 series, sm_120, with R570 and CUDA 12.8)."""
-    if machine.driver is None or machine.os not in ("linux", "windows"):
-        return None
-    for gpu in nvidia:
-        known = kb.arch_introduced(gpu.sm) if gpu.sm else None
-        if known is None:
-            continue
-        first = known[1]
-        need = first.min_driver_windows if machine.os == "windows" else first.min_driver_linux
-        if need is None or driver_at_least(machine.driver, need):
-            continue
-        return Finding(
-            category="driver-too-old",
-            severity="warning",
-            message=f"driver {machine.driver} is older than CUDA {first.version}'s minimum "
-            f"({need}), the first CUDA for {gpu.sm}: a new GPU architecture usually needs a "
-            f"driver of that release or newer, so it may not run the {gpu.name}",
-            fix=f"if nvidia-smi does not list the {gpu.name}, install an NVIDIA driver >= {need}",
-            subject="driver",
-            source=first.sources[0] if first.sources else None,
-        )
-    return None
+        if severity == "error":
+            return found
+        warning = found
+    return warning
 
 
 def _driver(

@@ -105,8 +105,9 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         )
     # a driver older than a GPU's architecture runs nothing on it: plan for the driver the
     # user must install anyway, and say so first
-    unusable = plan_findings.driver_predates_gpu(machine, kb, nvidia)
-    doubtful = None if unusable else plan_findings.driver_may_predate_gpu(machine, kb, nvidia)
+    found = plan_findings.driver_vs_gpu(machine, kb, nvidia)
+    unusable = found if found is not None and found.severity == "error" else None
+    doubtful = found if unusable is None else None
     planned = machine if unusable is None else replace(machine, driver=None)
     viable, rejected = _evaluate(
         machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
