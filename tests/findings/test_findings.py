@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from torchsmith.findings import analyze
+from torchsmith.knowledge.build_facts import load_build_facts
 from torchsmith.probe.model import (
     ArchSet,
     CudaToolkitInfo,
@@ -245,6 +246,8 @@ def test_small_machine_gets_resource_notes() -> None:
     assert oom
     assert "MAX_JOBS=2" in oom[0].fix
     assert any(f.subject == "disk" for f in found)
+    # the same budget `torchsmith build` and `review` use: (16 GB - 4 kept free) // 5 GB per job
+    assert load_build_facts().jobs_that_fit(16, cuda=True) == 2
 
 
 def test_no_toolkit_on_a_gpu_machine_says_wheels_need_none() -> None:

@@ -360,13 +360,12 @@ def _jobs(
         acc.choices.append(Choice("MAX_JOBS", str(options.jobs), "given with --jobs"))
         return options.jobs
     ram = probe.host.ram_available_bytes or probe.host.ram_total_bytes
-    per_job = facts.nvcc_thread_gb * nvcc_threads if cuda else facts.cxx_job_gb
+    per_job = facts.job_gb(cuda, nvcc_threads)
     if ram is None:
         jobs = max(1, min(cores, 4))
         acc.choices.append(Choice("MAX_JOBS", str(jobs), "RAM unknown: at most 4 jobs"))
         return jobs
-    usable = ram / GB - facts.reserve_gb
-    by_mem = max(1, int(usable // per_job))
+    by_mem = facts.jobs_that_fit(ram / GB, cuda, nvcc_threads)
     jobs = max(1, min(cores, by_mem))
     what = f"{per_job:g} GB per job" + (
         f" ({facts.nvcc_thread_gb:g} GB x {nvcc_threads} nvcc threads)" if cuda else ""

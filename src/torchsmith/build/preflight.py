@@ -63,11 +63,11 @@ def _resources(
 ) -> list[Finding]:
     out = []
     cuda = is_cuda_project(config.project)
-    per_job = facts.nvcc_thread_gb * config.nvcc_threads if cuda else facts.cxx_job_gb
+    per_job = facts.job_gb(cuda, config.nvcc_threads)
     need = per_job * config.jobs + facts.reserve_gb
     ram = probe.host.ram_available_bytes or probe.host.ram_total_bytes
     if ram is not None and ram / GB < need:
-        safe = max(1, int((ram / GB - facts.reserve_gb) // per_job))
+        safe = facts.jobs_that_fit(ram / GB, cuda, config.nvcc_threads)
         out.append(
             Finding(
                 "compile-oom",

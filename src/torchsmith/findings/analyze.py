@@ -16,6 +16,7 @@ from typing import Any
 from torchsmith.findings import checks_toolchain, checks_torch, checks_vendors
 from torchsmith.findings.common import Check, Context, nvidia_gpus, torch_wants_cuda
 from torchsmith.knowledge.base import platform_key
+from torchsmith.knowledge.build_facts import load_build_facts
 from torchsmith.probe.model import Finding, GpuInfo, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER, Severity
 from torchsmith.util.toml import loads_toml
@@ -258,7 +259,7 @@ def check_resources(probe: Probe, ctx: Context) -> Iterator[Finding]:
     gib = 1024**3
     if host.ram_total_bytes and host.ram_total_bytes < limits["min_ram_gib"] * gib:
         ram = host.ram_total_bytes / gib
-        jobs = max(1, int(ram // limits["gib_per_cuda_job"]))
+        jobs = load_build_facts().jobs_that_fit(ram, cuda=True)  # build's own budget
         yield Finding(
             "compile-oom",
             "info",

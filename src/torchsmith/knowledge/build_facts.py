@@ -28,6 +28,15 @@ class BuildFacts:
     memory_sources: tuple[str, ...]
     disk_sources: tuple[str, ...]
 
+    def job_gb(self, cuda: bool, nvcc_threads: int = 1) -> float:
+        """Peak memory of one parallel compile job."""
+        return self.nvcc_thread_gb * nvcc_threads if cuda else self.cxx_job_gb
+
+    def jobs_that_fit(self, ram_gb: float, cuda: bool, nvcc_threads: int = 1) -> int:
+        """Parallel compile jobs that fit in ``ram_gb`` after the reserve (at least 1): the one
+        budget build, preflight, review and doctor all advise MAX_JOBS from."""
+        return max(1, int((ram_gb - self.reserve_gb) // self.job_gb(cuda, nvcc_threads)))
+
 
 def parse_build_facts(text: str) -> BuildFacts:
     try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.build_facts import load_build_facts
 from torchsmith.knowledge.compat import arch_list_tokens
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
@@ -69,7 +70,6 @@ class Target:
     facts: MachineFacts
     ram_bytes: int | None = None
     cores: int | None = None
-    gib_per_cuda_job: float = 6.0
 
 
 Check = Callable[[ExtractedConfig, Target, Knowledge, BuildSwitches], Iterable[LineFinding]]
@@ -467,19 +467,21 @@ def check_jobs(
         jobs = int(setting.value.strip().strip("\"'"))
     except ValueError:
         return
-    ram_gib = target.ram_bytes / 2**30
-    fits = max(1, int(ram_gib // target.gib_per_cuda_job))
+    facts = load_build_facts()  # the budget `torchsmith build` uses (knowledge/data/build.toml)
+    ram_gb = target.ram_bytes / 1024**3  # GB as build counts them
+    fits = facts.jobs_that_fit(ram_gb, cuda=True)
     if jobs <= fits:
         return
+    need = jobs * facts.job_gb(cuda=True) + facts.reserve_gb
     yield _at(
         setting.line,
         config,
         setting.key,
         "compile-oom",
         "warning",
-        f"{jobs} parallel jobs with nvcc need about {jobs * target.gib_per_cuda_job:.0f} GiB at "
-        f"peak (~{target.gib_per_cuda_job:g} GiB per CUDA compile job); the target has "
-        f"{ram_gib:.0f} GiB: compilers get killed or the machine swaps",
+        f"{jobs} parallel jobs with nvcc need about {need:.0f} GB at peak "
+        f"({facts.job_gb(cuda=True):g} GB per CUDA compile job, {facts.reserve_gb:g} GB kept "
+        f"free); the target has {ram_gb:.0f} GB: compilers get killed or the machine swaps",
         f"set {setting.key if setting.key != 'jobs' else 'MAX_JOBS'}={fits}",
         source="https://github.com/pytorch/pytorch/pull/130443",
     )
