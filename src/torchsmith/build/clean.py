@@ -146,7 +146,7 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
             candidates.append((p, f"ignored by git, {reason}"))
     for p in untracked:
         rel = p.rstrip("/")
-        if rel.split("/")[0] in BUILD_DIR_NAMES or _is_egg_info(rel.split("/")[0]):
+        if _is_build_dir_name(rel.split("/")[0]):
             candidates.append((p, "untracked, in a build directory"))
         else:
             kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
@@ -167,7 +167,7 @@ OUTPUT_FILES = (
     "build.ninja",
     "compile_commands.json",
 )
-OUTPUT_DIRS = ("__pycache__", "CMakeFiles", "torch_extensions", ".eggs")
+OUTPUT_DIRS = ("__pycache__", "CMakeFiles", ".eggs")  # torch_extensions: _build_dir_reason
 ENV_MARKERS = ("pyvenv.cfg", "conda-meta")  # a folder holding one is an environment, not output
 
 
@@ -184,7 +184,7 @@ def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | Non
     ):
         return None
     top = parts[0]
-    in_build_dir = top in BUILD_DIR_NAMES or _is_egg_info(top)
+    in_build_dir = _is_build_dir_name(top)
     if in_build_dir and not any(t.startswith(top + "/") for t in tracked):
         return f"a build directory ({top})" if len(parts) == 1 else f"in a build directory ({top})"
     if path.is_symlink():
@@ -207,6 +207,10 @@ def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | Non
 def _only_outputs(path: Path) -> bool:
     files = [Path(d) / f for d, _, fs in os.walk(path, followlinks=False) for f in fs]
     return bool(files) and all(f.name.endswith(OUTPUT_SUFFIXES) for f in files)
+
+
+def _is_build_dir_name(name: str) -> bool:
+    return name in BUILD_DIR_NAMES or _is_egg_info(name)
 
 
 def _is_egg_info(name: str) -> bool:

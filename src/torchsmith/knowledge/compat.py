@@ -76,8 +76,10 @@ def describe_archs(sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> str:
     items = sorted(sass, key=_arch_sort_key)
     if len(items) > 4:
         text = f"{items[0]}…{items[-1]}"
+    elif len(items) > 1:
+        text = f"{', '.join(items[:-1])} and {items[-1]}"
     else:
-        text = " and ".join(filter(None, (", ".join(items[:-1]), items[-1] if items else "")))
+        text = "".join(items)
     if ptx:
         text += " + PTX " + ", ".join(sorted(ptx, key=_arch_sort_key))
     return text or "no GPU code"

@@ -107,7 +107,6 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     # user must install anyway, and say so first
     found = plan_findings.driver_vs_gpu(machine, kb, nvidia)
     unusable = found if found is not None and found.severity == "error" else None
-    doubtful = found if unusable is None else None
     planned = machine if unusable is None else replace(machine, driver=None)
     viable, rejected = _evaluate(
         machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
@@ -146,6 +145,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
                 fix=f"install an NVIDIA driver >= {recommendation.min_driver} (what torch "
                 f"{recommendation.torch}+{recommendation.variant} needs), then plan again",
             )
+    lead = unusable or found  # the error (its fix made concrete above), or the warning
     findings = plan_findings.collect(
         machine=machine,
         kb=kb,
@@ -160,7 +160,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         recommendation=recommendation,
         alternatives=alternatives,
         rejected=tuple(rejected),
-        findings=tuple(f for f in (unusable or doubtful,) if f is not None) + findings,
+        findings=findings if lead is None else (lead, *findings),
         source_build=source,
     )
 
@@ -1030,12 +1030,8 @@ def _driver_runs(machine: MachineFacts, kb: Knowledge, cuda: str) -> bool:
 
 def _newer_than_its_pythons(python: str, release: TorchRelease) -> bool:
     """``python`` ("3.14", "3.13t") is newer than every Python ``release`` shipped wheels for."""
-
-    def minor(tag: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in tag.rstrip("t").split(".")[:2] if p.isdigit())
-
-    shipped = [minor(tag) for tags in release.python.values() for tag in tags]
-    return bool(shipped) and minor(python) > max(shipped)
+    shipped = [Version(tag.rstrip("t")) for tags in release.python.values() for tag in tags]
+    return bool(shipped) and Version(python.rstrip("t")) > max(shipped)
 
 
 def _source_recommendation(
