@@ -194,9 +194,10 @@ def load_first_answers(path: Path = FIRST_ANSWERS) -> list[dict[str, str]]:
     return rows
 
 
-def score_first_answers(cases: list[Case]) -> TrackRecord:
-    """explain's recorded first answers (first_answers.tsv) scored against today's labels."""
-    rows = load_first_answers()
+def score_first_answers(cases: list[Case], batches: list[str] | None = None) -> TrackRecord:
+    """explain's recorded first answers (first_answers.tsv) scored against today's labels (only
+    those of ``batches``, when given)."""
+    rows = [r for r in load_first_answers() if batches is None or r["batch"] in batches]
     labels = {c.name: c for c in cases}
     tallies = {basis: [0, 0] for basis in BASES}
     failing = healthy = silent = false_alarms = 0
@@ -261,11 +262,8 @@ def round_lines(cases: list[Case], names: list[str]) -> list[str]:
             f"{sum(r in right for r in named)} of those and on "
             f"{sum(r in right for r in named_sure)} of the {len(named_sure)} the reader was sure of"
         )
-    for basis in BASES:
-        answered = [r for r in rows if r["basis"] == basis and not labels[r["case"]].healthy]
-        if answered:
-            hits = sum(r["answer"] == labels[r["case"]].category for r in answered)
-            out.append(f"  decided by {basis}: {hits}/{len(answered)}")
+    for basis, tally in score_first_answers(cases, names).by_basis.items():
+        out.append(f"  decided by {basis}: {tally.right}/{tally.answered}")
     return out
 
 
