@@ -100,6 +100,14 @@ def test_intel_before_2_5_has_no_xpu_wheel() -> None:
     assert any("start with torch 2.5" in r.reason for r in p.rejected)
 
 
+def test_battlemage_needs_torch_2_6_which_first_supported_the_arc_b_series() -> None:
+    p = plan("linux", "Intel(R) Arc(TM) B580 Graphics", "<2.7")
+    assert (p.recommendation.torch, p.recommendation.variant) == ("2.6.0", "xpu")
+    assert any(r.torch == "2.5.1" and "from torch 2.6 on" in r.reason for r in p.rejected)
+    # an Alchemist board has no such floor
+    assert plan("linux", "Arc A770", "==2.5.*").recommendation.variant == "xpu"
+
+
 def test_data_center_max_on_windows_is_not_supported() -> None:
     p = plan("windows", "Intel Data Center GPU Max 1550")
     assert p.recommendation.kind == "none"
@@ -114,6 +122,24 @@ def test_mac_arm64_names_the_mps_requirement() -> None:
 def test_intel_mac_says_mps_needs_apple_silicon() -> None:
     p = plan("macos", "none", "==2.2.*", arch="x86_64")
     assert any("Apple silicon" in r for r in p.recommendation.reasons)
+
+
+def test_an_apple_gpu_name_plans_for_a_mac_on_apple_silicon() -> None:
+    facts = apply_what_if(blank_facts("linux"), WhatIf(gpus=("Apple M2",)), kb)
+    assert (facts.os, facts.arch) == ("macos", "aarch64")
+    assert [(g.name, g.vendor) for g in facts.gpus] == [("Apple M2", "apple")]
+    p = make_plan(facts, kb, PlanOptions())
+    assert (p.recommendation.kind, p.recommendation.variant) == ("cpu", "cpu")
+    assert any("MPS" in r and "12.3" in r for r in p.recommendation.reasons)
+    tiers = apply_what_if(blank_facts("linux"), WhatIf(gpus=("m3 max gpu",)), kb)
+    assert tiers.gpus[0].name == "Apple M3 Max"
+
+
+def test_an_apple_gpu_off_macos_runs_torch_on_the_cpu_and_says_why() -> None:
+    p = plan("linux", "Apple M1 Pro")
+    assert p.machine.arch == "aarch64"
+    assert p.recommendation.variant == "cpu"
+    assert any("only through MPS on macOS" in r for r in p.recommendation.reasons)
 
 
 def test_an_amd_gpu_of_unknown_gfx_says_how_to_find_it() -> None:

@@ -193,6 +193,7 @@ class IntelGpu:
     os: tuple[str, ...]  # where the xpu wheels support it
     sources: tuple[str, ...]
     aliases: tuple[str, ...] = ()
+    torch_min: str | None = None  # the first torch whose xpu wheels support it; None: all
 
 
 @dataclass(frozen=True)

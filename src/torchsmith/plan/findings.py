@@ -134,7 +134,7 @@ def _toolkits(
     sms = {g.sm for g in nvidia if g.sm}
     for version in machine.cuda_toolkits:
         tk = kb.toolkit(version)
-        if rec.kind == "wheel":
+        if rec.kind == "wheel" and (rec.variant or "").startswith("cu"):
             out.append(
                 Finding(
                     category="other",

@@ -16,6 +16,8 @@ from torchsmith.knowledge.base import norm_arch
 from torchsmith.plan.model import GpuTarget, MachineFacts, Origin
 from torchsmith.probe.model import Probe
 
+# Apple silicon's GPU as people name it: "Apple M2", "M3 Max", "Apple M1 Pro GPU".
+_APPLE = re.compile(r"^\s*(?:apple\s+)?m(\d{1,2})(?:\s+(pro|max|ultra))?(?:\s+gpu)?\s*$", re.I)
 _DRIVER = re.compile(r"^\d{2,3}(\.\d{1,3}){0,2}$")
 _CC = re.compile(r"^\d{1,2}\.\d$")
 _PY = re.compile(r"^3\.(\d{1,2})(?:\.\d+)?(t?)$")
@@ -88,7 +90,14 @@ def apply_what_if(facts: MachineFacts, what: WhatIf, kb: Knowledge) -> MachineFa
             raise UsageError(f"--arch {what.arch}: not one of {', '.join(ARCH_CHOICES)}")
         changes["arch"] = arch
     if what.gpus or what.ccs:
-        changes["gpus"] = resolve_gpus(what.gpus, what.ccs, kb)
+        gpus = resolve_gpus(what.gpus, what.ccs, kb)
+        changes["gpus"] = gpus
+        if any(g.vendor == "apple" for g in gpus):
+            # An Apple GPU is Apple silicon, and a Mac unless --os says otherwise.
+            if what.os is None:
+                changes["os"] = "macos"
+            if what.arch is None:
+                changes["arch"] = "aarch64"
     if what.driver is not None:
         changes["driver"] = validate_driver(what.driver)
     if what.python is not None:
@@ -107,6 +116,19 @@ def resolve_gpus(
     out: list[GpuTarget] = []
     for name in names:
         if name.strip().lower() in ("none", "no", "cpu"):
+            continue
+        apple = _APPLE.match(name)
+        if apple:
+            tier = f" {apple[2].capitalize()}" if apple[2] else ""
+            out.append(
+                GpuTarget(
+                    name=f"Apple M{int(apple[1])}{tier}",
+                    compute_capability=None,
+                    vendor="apple",
+                    architecture="Apple silicon",
+                    source=kb.mps.sources[0] if kb.mps and kb.mps.sources else None,
+                )
+            )
             continue
         gpu = kb.find_gpu(name)
         other = _other_vendor(name, None, kb) if gpu is None else None

@@ -128,7 +128,9 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     if recommendation.kind == "none" and nvidia:
         recommendation = replace(
             recommendation,
-            reasons=recommendation.reasons + _no_source_reason(planned, kb, releases, nvidia),
+            reasons=recommendation.reasons
+            + _unestablished_hint(planned, kb, rejected, nvidia)
+            + _no_source_reason(planned, kb, releases, nvidia),
         )
     if len(nvidia) > 1 and recommendation.kind in ("none", "source"):
         recommendation = replace(
@@ -543,25 +545,28 @@ def _xpu_choices(
     unsupported = []
     for gpu in intel:
         model = kb.find_intel_gpu(gpu.name)
-        if model is not None and machine.os not in model.os:
-            unsupported.append((gpu, model))
-    served = [g for g in intel if all(g is not u for u, _ in unsupported)]
-    if not served:
-        # an integrated GPU next to a supported Arc board does not block the Arc board
-        gpu, model = unsupported[0]
-        rejected.append(
-            Rejection(
-                release.version,
-                "xpu",
-                "other",
+        if model is None:
+            continue
+        if machine.os not in model.os:
+            why = (
                 f"xpu wheels of torch {release.version} support the {model.family} "
                 f"on {' and '.join(model.os)} only, not on {machine.os}"
                 if model.os
                 else f"the {model.family} is not among the GPUs PyTorch's xpu wheels support "
-                "(Arc A/B-series, Core Ultra Arc graphics, Data Center GPU Max)",
-                model.sources,
+                "(Arc A/B-series, Core Ultra Arc graphics, Data Center GPU Max)"
             )
-        )
+            unsupported.append((gpu, model, why))
+        elif model.torch_min and Version(release.minor) < Version(model.torch_min):
+            why = (
+                f"xpu wheels support the {model.family} from torch {model.torch_min} on, "
+                f"not in torch {release.version}"
+            )
+            unsupported.append((gpu, model, why))
+    served = [g for g in intel if all(g is not u for u, _, _ in unsupported)]
+    if not served:
+        # an integrated GPU next to a supported Arc board does not block the Arc board
+        _, model, why = unsupported[0]
+        rejected.append(Rejection(release.version, "xpu", "other", why, model.sources))
         return []
     reasons = [
         f"xpu wheels of torch {release.minor} support "
@@ -571,7 +576,7 @@ def _xpu_choices(
         "(on Linux, the intel-level-zero and compute runtime packages)",
     ]
     if unsupported:
-        names = " and ".join(f"the {g.name}" for g, _ in unsupported)
+        names = " and ".join(f"the {g.name}" for g, _, _ in unsupported)
         reasons.append(
             f"{names} {'is' if len(unsupported) == 1 else 'are'} not supported by them: "
             "select the supported GPU "
@@ -703,7 +708,15 @@ def _cpu_choice(
     kb: Knowledge, options: PlanOptions, release: TorchRelease, machine: MachineFacts
 ) -> Recommendation:
     platform = platform_of(machine)
-    reasons = ["no NVIDIA GPU to serve"]
+    apple = [g.name for g in machine.gpus if g.vendor == "apple"]
+    reasons = (
+        [
+            f"PyTorch uses an Apple GPU ({', '.join(apple)}) only through MPS on macOS; "
+            f"on {machine.os} it runs on the CPU"
+        ]
+        if apple
+        else ["no NVIDIA GPU to serve"]
+    )
     if release.pypi_default.get(platform) == "cpu":
         reasons.append(f"the default PyPI wheel for {platform} is the CPU build")
         return _wheel_choice(
@@ -851,6 +864,36 @@ def _why_no_rocm_or_xpu(
 
 def _within(options: PlanOptions) -> str:
     return f" matching {options.torch}" if options.torch else ""
+
+
+def _unestablished_hint(
+    machine: MachineFacts, kb: Knowledge, rejected: list[Rejection], nvidia: tuple[GpuTarget, ...]
+) -> tuple[str, ...]:
+    """When nothing verified fits, the newest wheel whose archs are unknown here but whose
+    sibling of the same release and variant on another platform serves every GPU."""
+    for r in rejected:
+        if r.variant is None or r.category != "other":
+            continue
+        wheel = kb.wheel(r.torch, r.variant, machine.os, machine.arch)
+        if wheel is None or wheel.archs is not None:
+            continue
+        near = sorted(kb.wheels, key=lambda w: (w.arch != machine.arch, w.os != machine.os))
+        for sibling in near:
+            archs = sibling.archs
+            if (sibling.torch, sibling.variant) != (wheel.torch, wheel.variant) or archs is None:
+                continue
+            if all(
+                g.compute_capability and coverage(archs.sass, archs.ptx, g.compute_capability).ok
+                for g in nvidia
+            ):
+                sms = ", ".join(g.sm for g in nvidia if g.sm)
+                return (
+                    f"torch {r.torch}+{r.variant} may serve it: the GPU archs of its "
+                    f"{platform_of(machine)} wheels are not established here, but its "
+                    f"{sibling.os}-{sibling.arch} wheels carry {sms}; install it from "
+                    f"{index_url(r.variant)}, then check with torchsmith verify",
+                )
+    return ()
 
 
 def _none(reason: str) -> Recommendation:
