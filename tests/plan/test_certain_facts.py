@@ -279,11 +279,13 @@ def test_with_nothing_verified_left_the_unestablished_wheel_is_named_by_its_sibl
     # Windows, Python 3.15: only 2.15 ships 3.15 wheels, and its Windows cu132 arch list is not
     # established; its Linux x86_64 cu132 wheels carry sm_120 (verified-binary).
     windows = kb.wheel("2.15", "cu132", "windows", "x86_64")
-    assert windows is not None and windows.archs is None
+    assert windows is not None
+    assert windows.archs is None
     p = plan("windows", "RTX 5070", "581.57", None, python="3.15")
     assert p.recommendation.kind == "none"
     hint = next(r for r in p.recommendation.reasons if "may serve it" in r)
-    assert "torch 2.15.0+cu132" in hint and "linux-x86_64 wheels carry sm_120" in hint
+    assert "torch 2.15.0+cu132" in hint
+    assert "linux-x86_64 wheels carry sm_120" in hint
     assert "https://download.pytorch.org/whl/cu132" in hint
     # a verified fit needs no hint
     assert not any(
