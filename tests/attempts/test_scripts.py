@@ -70,6 +70,35 @@ def test_windows_scripts_match_golden(shell: str) -> None:
     assert text == golden.read_bytes().decode()
 
 
+def test_a_vcvars_build_calls_it_once_and_bash_refuses_it() -> None:
+    vcvars = "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\VC\\Auxiliary\\Build\\vcvars64.bat"
+    config = replace(windows_config(), vcvars=vcvars)
+    cmd_text = emit_script(config, "cmd")
+    assert cmd_text.count(f'call "{vcvars}" >nul') == 1
+    assert cmd_text.index('call "') < cmd_text.index("checking tools")  # cl.exe comes from it
+    assert "where /q cl.exe ||" in cmd_text
+    ps = emit_script(config, "powershell")
+    assert ps.count("& cmd.exe /d /c ('call \"' + '" + vcvars + "' + '\" >nul && set')") == 1
+    assert ps.index("Visual Studio environment") < ps.index("checking tools")
+    with pytest.raises(UsageError, match="vcvars64.bat"):
+        emit_script(config, "bash")
+
+
+def test_powershell_puts_the_callers_environment_and_folder_back() -> None:
+    lines = emit_script(windows_config(), "powershell").split("\r\n")
+    body = lines.index("try {")
+    assert lines[body - 3].startswith("foreach ($Item in [Environment]::GetEnvironmentVariables()")
+    finally_at = lines.index("} finally {")
+    restore = "\n".join(lines[finally_at:])
+    assert "SetEnvironmentVariable($Name, $null)" in restore
+    assert "Set-Location -LiteralPath $SavedLocation" in restore
+    # every $env: assignment and Set-Location happen inside the try
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("$env:", "Set-Location -LiteralPath '")):
+            assert body < i < finally_at, line
+    assert "exit 1" not in "\n".join(lines[body:finally_at])  # failures throw to the finally
+
+
 def test_powershell_quoting() -> None:
     assert ps_quote("C:\\Program Files\\CUDA\\v12.9") == "'C:\\Program Files\\CUDA\\v12.9'"
     assert ps_quote("it's $HOME `n") == "'it''s $HOME `n'"

@@ -232,13 +232,15 @@ def test_windows_rtx5070(kb: Knowledge) -> None:
     assert c.arch_list == ("12.0",)
     assert c.env["DISTUTILS_USE_SDK"] == "1"
     assert "-DCMAKE_NINJA_FORCE_RESPONSE_FILE=ON" in c.cmake_args
-    assert c.steps[0].argv[0] == "cmd.exe"
-    assert "vcvars64.bat" in c.steps[0].argv[-1]
-    # Windows gets the step's line as written: cmd /s strips the outer quotes and reads the rest;
+    # the steps run as they are, in the environment vcvars64.bat set up once
+    assert c.vcvars is not None
+    assert c.vcvars.endswith("\\VC\\Auxiliary\\Build\\vcvars64.bat")
+    assert all(s.argv[0] != "cmd.exe" for s in c.steps)
+    # Windows gets cmd's line as written: cmd /s strips the outer quotes and reads the rest;
     # subprocess's own quoting would have turned the inner quotes into \" (which cmd does not read)
-    line = windows_command_line(c.steps[0].argv)
+    line = windows_command_line(("cmd.exe", "/d", "/u", "/s", "/c", f'"call "{c.vcvars}" && set"'))
     assert isinstance(line, str)
-    assert line.startswith('cmd.exe /d /s /c "call "')
+    assert line.startswith('cmd.exe /d /u /s /c "call "')
     assert line.endswith('"')
     assert '\\"' not in line
     assert windows_command_line(("python", "a b")) == ("python", "a b")

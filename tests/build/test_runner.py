@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.build.configs import NVCC, cmake_config, copy_project
-from torchsmith.build.runner import check_archs, run_build, sass_name
+from torchsmith.build.runner import (
+    check_archs,
+    parse_set_output,
+    run_build,
+    sass_name,
+    visual_studio_env,
+)
 from torchsmith.ledger import Ledger
 
 needs_cuda = pytest.mark.skipif(
@@ -66,4 +73,66 @@ def test_failed_build_is_explained_and_recorded(tmp_path: Path) -> None:
     assert result.status == "failed"
     assert result.exit_code not in (0, None)
     assert [s.name for s in result.steps] == ["configure", "build"]
+    assert ledger.get(result.attempt_id or -1).status == "failed"
+
+
+# What cmd's `set` prints (cmd /u: UTF-16LE, CRLF), the shape vcvars64.bat leaves it in: a
+# Windows-only tool, so the cmd.exe below is a stand-in that prints exactly that.
+VS_SET = (
+    "ALLUSERSPROFILE=C:\\ProgramData\r\n"
+    "INCLUDE=C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\VC\\Tools\\MSVC\\"
+    "14.44.35207\\include;\r\n"
+    "Path={bin};C:\\Users\\José\\AppData\\Local\\Programs\\Python\\Python311\r\n"
+    "VSCMD_VER=17.14.10\r\n"
+)
+
+
+def _fake_cmd(tmp_path: Path, text: str, status: int = 0) -> Path:
+    bin_dir = tmp_path / "msvc bin"
+    bin_dir.mkdir()
+    cl = bin_dir / "cl.exe"
+    cl.write_text("#!/bin/sh\n")
+    cl.chmod(0o755)
+    payload = tmp_path / "set.utf16"
+    payload.write_bytes(text.format(bin=bin_dir).encode("utf-16-le"))
+    cmd = tmp_path / "cmd.exe"
+    cmd.write_text(f"#!/bin/sh\ncat '{payload}'\nexit {status}\n")
+    cmd.chmod(0o755)
+    return bin_dir
+
+
+def test_the_visual_studio_environment_is_read_once_from_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = _fake_cmd(tmp_path, VS_SET)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    env, problem = visual_studio_env("C:\\VS\\vcvars64.bat")
+    assert problem is None
+    assert env["PATH"].startswith(str(bin_dir))
+    assert env["PATH"].endswith("José\\AppData\\Local\\Programs\\Python\\Python311")
+    assert env["VSCMD_VER"] == "17.14.10"
+    assert parse_set_output("=C:=C:\\x\r\nno equals\r\nA=b=c\r\n") == {"A": "b=c"}
+
+
+def test_vcvars_that_fails_or_sets_no_compiler_is_a_clear_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_cmd(tmp_path, "Path=C:\\Windows\r\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    env, problem = visual_studio_env("C:\\VS\\vcvars64.bat")
+    assert env == {}
+    assert problem is not None
+    assert "no cl.exe is on the PATH it set" in problem
+
+
+def test_a_build_whose_vcvars_cannot_run_fails_before_any_step(tmp_path: Path) -> None:
+    tree = copy_project("tinycuda", tmp_path)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    config = cmake_config(tree, ("9.0",))
+    config = dataclasses.replace(config, vcvars="C:\\no such\\vcvars64.bat")
+    result = run_build(config, ledger=ledger, log_dir=tmp_path / "logs", command=["build"])
+    assert result.status == "failed"
+    assert result.steps == ()
+    assert result.reason is not None
+    assert "Visual Studio environment" in result.reason
     assert ledger.get(result.attempt_id or -1).status == "failed"

@@ -149,6 +149,7 @@ def make_config(
         choices=tuple(acc.choices),
         gpus=targets.gpus,
         findings=tuple(acc.findings),
+        vcvars=next((c.value for c in acc.choices if c.key == "vcvars"), None),
     )
 
 
@@ -549,7 +550,22 @@ def _windows(project: Project, probe: Probe, facts: BuildFacts, acc: _Acc) -> No
     if vs:
         root = vs[0].details["installation_path"]
         vcvars = root + "\\VC\\Auxiliary\\Build\\vcvars64.bat"
-        acc.choose("vcvars", vcvars, f"{vs[0].details.get('vs', 'Visual Studio')} found by vswhere")
+        if "%" in vcvars:
+            # cmd expands %...% in the line that calls it, and no quoting stops that
+            acc.findings.append(
+                Finding(
+                    "other",
+                    "warning",
+                    f"the Visual Studio path {root} holds a %, which cmd would expand: "
+                    "torchsmith cannot call its vcvars64.bat",
+                    'run the build from the "x64 Native Tools Command Prompt for VS"',
+                    subject="msvc",
+                )
+            )
+        else:
+            acc.choose(
+                "vcvars", vcvars, f"{vs[0].details.get('vs', 'Visual Studio')} found by vswhere"
+            )
     if len(project.path) > facts.windows_max_tree_path:
         acc.choose(
             "build_path",
@@ -647,9 +663,6 @@ def _steps(
         )
     else:
         steps = (Step("install", (*pip, "."), cwd),)
-    vcvars = next((c.value for c in acc.choices if c.key == "vcvars"), None)
-    if windows and vcvars:
-        steps = tuple(_in_vcvars(s, vcvars) for s in steps)
     return steps
 
 
@@ -685,16 +698,6 @@ def _threads_safe(project: Project, acc: _Acc) -> bool:
         )
     )
     return False
-
-
-def _in_vcvars(step: Step, vcvars: str) -> Step:
-    inner = " ".join(_cmd_quote(a) for a in step.argv)
-    argv = ("cmd.exe", "/d", "/s", "/c", f'"call "{vcvars}" && {inner}"')
-    return Step(step.name, argv, step.cwd, step.env)
-
-
-def _cmd_quote(arg: str) -> str:
-    return f'"{arg}"' if any(c in arg for c in ' \t&|<>^"') else arg
 
 
 def describe(config: BuildConfig) -> Iterable[str]:

@@ -76,3 +76,6 @@ class BuildConfig:
     choices: tuple[Choice, ...] = ()  # the reasons, in display order
     gpus: tuple[str, ...] = ()  # the GPUs the result must run on ("NVIDIA H200 (9.0)")
     findings: tuple[Finding, ...] = ()  # what configuration itself found (no GPU visible...)
+    # Windows: the Visual Studio environment script (vcvars64.bat) every step runs inside; the
+    # runner imports its environment once, and the scripts call it once
+    vcvars: str | None = None

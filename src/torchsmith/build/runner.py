@@ -156,9 +156,18 @@ def run_build(
     exit_code: int | None = 0
     reason: str | None = None
     peak = 0
-    for step in config.steps:
+    vs_env, vs_problem = visual_studio_env(config.vcvars) if config.vcvars else ({}, None)
+    if vs_problem is not None:
+        status, exit_code, reason = "failed", None, vs_problem
+    for step in config.steps if vs_problem is None else ():
         outcome = _run_step(
-            step, config, log_path=log_path, console=console, timeout_s=timeout_s, on_line=on_line
+            step,
+            config,
+            vs_env=vs_env,
+            log_path=log_path,
+            console=console,
+            timeout_s=timeout_s,
+            on_line=on_line,
         )
         peak = max(peak, outcome.peak_rss_bytes)
         steps.append(_step_result(step.name, outcome))
@@ -234,16 +243,51 @@ def _tools(config: BuildConfig) -> dict[str, str | None]:
     }
 
 
+def visual_studio_env(vcvars: str, timeout_s: float = 180.0) -> tuple[dict[str, str], str | None]:
+    """The environment ``vcvars64.bat`` leaves, read once: cmd calls it and prints ``set``
+    (UTF-16 with /u, so no code page mangles a non-ASCII path). Returns the variables, with
+    names upper-cased as Windows' os.environ has them, or a problem."""
+    line = f'"call "{vcvars}" >nul && set"'
+    try:
+        result = cmd.run(
+            ("cmd.exe", "/d", "/u", "/s", "/c", line), timeout=timeout_s, encoding="utf-16-le"
+        )
+    except TorchsmithError as exc:
+        return {}, f"the Visual Studio environment could not be set up: {exc}"
+    env = parse_set_output(result.stdout)
+    if not result.ok:
+        why = f"it exited with status {result.returncode}"
+    elif not any(Path(d, "cl.exe").is_file() for d in env.get("PATH", "").split(";") if d):
+        why = "no cl.exe is on the PATH it set"
+    else:
+        return env, None
+    return {}, (
+        f"{vcvars} did not set up a Visual Studio environment ({why}): "
+        "repair the C++ workload in the Visual Studio Installer"
+    )
+
+
+def parse_set_output(text: str) -> dict[str, str]:
+    """``NAME=value`` lines as cmd's ``set`` prints them; names upper-cased."""
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name and not name.startswith("="):
+            env[name.upper()] = value
+    return env
+
+
 def _run_step(
     step: Step,
     config: BuildConfig,
     *,
+    vs_env: dict[str, str],
     log_path: Path,
     console: Console | None,
     timeout_s: float | None,
     on_line: Callable[[str], None] | None,
 ) -> StreamResult:
-    env = {**os.environ, **config.env, **step.env}
+    env = {**os.environ, **vs_env, **config.env, **step.env}
     run = functools.partial(
         stream, step.argv, log_path=log_path, env=env, cwd=step.cwd, timeout=timeout_s
     )

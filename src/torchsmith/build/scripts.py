@@ -3,7 +3,10 @@
 ``emit_script(config, shell)`` is pure: it turns a :class:`BuildConfig` into the text of a bash,
 PowerShell or cmd script that checks the tools it needs, sets the same environment, optionally
 cleans the project's build directory (only when ``TORCHSMITH_CLEAN=1``), runs every step in its
-folder, checks each step's exit status and logs every line with a timestamp.
+folder, checks each step's exit status and logs every line with a timestamp. A Windows build that
+needs Visual Studio's environment calls vcvars64.bat once (PowerShell imports what it sets). The
+cmd script keeps its variables and folder to itself (setlocal); the PowerShell script, which
+runs in the caller's session, puts both back when it ends, however it ends.
 
 Quoting, per shell:
 - bash: every word through :func:`shlex.quote` (single quotes; ``'`` as ``'"'"'``).
@@ -108,6 +111,12 @@ def _clean_dir(config: BuildConfig) -> str | None:
 
 # -- bash ---------------------------------------------------------------------------------------
 def _bash(config: BuildConfig) -> str:
+    if config.vcvars:
+        raise UsageError(
+            "this Windows build runs inside Visual Studio's environment (vcvars64.bat), "
+            "which a bash script cannot call",
+            tip="emit a PowerShell or cmd script instead (--emit powershell)",
+        )
     q = shlex.quote
     tree = config.project.path
     out = ["#!/usr/bin/env bash", *(f"# {line}" for line in _title(config, "bash"))]
@@ -184,28 +193,39 @@ def _powershell(config: BuildConfig) -> str:
         "    Write-Host $line",
         "    Add-Content -LiteralPath $Log -Value $line",
         "}",
-        "function Stop-Build([string]$Message) { Write-Log ('FAILED: ' + $Message); exit 1 }",
+        "function Stop-Build([string]$Message) { throw $Message }",
         "",
-        "Write-Log 'checking tools'",
+        "# run as .\\build.ps1, the script shares your session: note its variables and folder",
+        "# now, and put them back however the build ends",
+        "$SavedEnv = @{}",
+        "foreach ($Item in [Environment]::GetEnvironmentVariables().GetEnumerator()) "
+        "{ $SavedEnv[$Item.Key] = $Item.Value }",
+        "$SavedLocation = (Get-Location).Path",
+        "$Failed = $null",
+        "try {",
     ]
+    body = []
+    if config.vcvars:
+        body += _ps_vcvars(config.vcvars)
+    body.append("Write-Log 'checking tools'")
     for tool in _tool_checks(config):
-        out.append(
+        body.append(
             f"if (-not (Get-Command -Name {p(tool)} -ErrorAction SilentlyContinue)) "
             f"{{ Stop-Build {p('not found: ' + tool)} }}"
         )
     if config.cuda_home:
         nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
-        out.append(
+        body.append(
             f"if (-not (Test-Path -LiteralPath {p(nvcc)})) "
             f"{{ Stop-Build {p('no nvcc at ' + nvcc)} }}"
         )
-    out += ["", "Write-Log 'environment'"]
+    body += ["", "Write-Log 'environment'"]
     for name, value in config.env.items():
-        out.append(f"$env:{name} = {p(value)}")
+        body.append(f"$env:{name} = {p(value)}")
     clean = _clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
-        out += [
+        body += [
             "",
             f"if ($env:{CLEAN_VAR} -eq '1' -and (Test-Path -LiteralPath {p(target)})) {{",
             f"    Write-Log {p('clean: removing ' + target)}",
@@ -213,9 +233,44 @@ def _powershell(config: BuildConfig) -> str:
             "}",
         ]
     for step in config.steps:
-        out += ["", *_ps_step(step)]
-    out += ["", "Write-Log 'build finished'", ""]
+        body += ["", *_ps_step(step)]
+    out += [f"    {line}" if line else "" for line in body]
+    out += [
+        "} catch {",
+        "    $Failed = $_.Exception.Message",
+        "} finally {",
+        "    foreach ($Name in @([Environment]::GetEnvironmentVariables().Keys)) {",
+        "        if (-not $SavedEnv.ContainsKey($Name)) "
+        "{ [Environment]::SetEnvironmentVariable($Name, $null) }",
+        "    }",
+        "    foreach ($Name in $SavedEnv.Keys) "
+        "{ [Environment]::SetEnvironmentVariable($Name, $SavedEnv[$Name]) }",
+        "    Set-Location -LiteralPath $SavedLocation",
+        "}",
+        "if ($null -ne $Failed) { Write-Log ('FAILED: ' + $Failed); exit 1 }",
+        "Write-Log 'build finished'",
+        "",
+    ]
     return "\r\n".join(out)
+
+
+def _ps_vcvars(vcvars: str) -> list[str]:
+    """Import the environment vcvars64.bat sets: cmd calls it and prints ``set``, once."""
+    p = ps_quote
+    return [
+        f"Write-Log {p('Visual Studio environment: ' + vcvars)}",
+        f"$VsLines = & cmd.exe /d /c ('call \"' + {p(vcvars)} + '\" >nul && set')",
+        "if ($LASTEXITCODE -ne 0) "
+        f"{{ Stop-Build ({p(vcvars + ' failed (exit status ')} + $LASTEXITCODE + ')') }}",
+        "foreach ($VsLine in $VsLines) {",
+        "    $At = $VsLine.IndexOf('=')",
+        "    if ($At -gt 0) { [Environment]::SetEnvironmentVariable("
+        "$VsLine.Substring(0, $At), $VsLine.Substring($At + 1)) }",
+        "}",
+        "if (-not (Get-Command -Name 'cl.exe' -ErrorAction SilentlyContinue)) "
+        f"{{ Stop-Build {p('no cl.exe after ' + vcvars)} }}",
+        "",
+    ]
 
 
 def _ps_step(step: Step) -> list[str]:
@@ -274,8 +329,17 @@ def _cmd(config: BuildConfig) -> str:
         'if not defined TORCHSMITH_LOG set "TORCHSMITH_LOG=torchsmith-build.log"',
         'for %%I in ("%TORCHSMITH_LOG%") do set "TORCHSMITH_LOG=%%~fI"',
         "",
-        "call :log checking tools",
     ]
+    if config.vcvars:
+        # setlocal above keeps what it sets (and the folder) to this script
+        out += [
+            f"call :log {cmd_echo_text('Visual Studio environment: ' + config.vcvars)}",
+            f"call {cmd_quote(config.vcvars)} >nul",
+            f"where /q cl.exe || (call :fail {cmd_echo_text('no cl.exe after ' + config.vcvars)}"
+            " & exit /b 1)",
+            "",
+        ]
+    out.append("call :log checking tools")
     for tool in _tool_checks(config):
         if any(sep in tool for sep in ("\\", "/")):
             out.append(

@@ -308,9 +308,7 @@ def _intel_gpu(ctx: _Ctx, t: Mapping[str, Any], where: str) -> IntelGpu:
         os=_strs(t, "os", where, _OS),
         sources=ctx.refs(t, where),
         aliases=_strs(t, "aliases", where, _ANY),
-        torch_min=(
-            _str(t, "torch_min", where, _VERSION) if "torch_min" in t else None
-        ),
+        torch_min=(_str(t, "torch_min", where, _VERSION) if "torch_min" in t else None),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -112,14 +113,18 @@ def spawn(
 
 def windows_command_line(args: Sequence[str]) -> str | Sequence[str]:
     """The command line Windows gets for ``args``: subprocess's own quoting (list2cmdline), except
-    for ``cmd.exe /d /s /c "<line>"``, whose line is already quoted for cmd and must reach it as
-    written (list2cmdline would turn its inner quotes into \\", which cmd does not read)."""
+    for ``cmd.exe [/d /u ...] /s /c "<line>"``, whose line is already quoted for cmd and must
+    reach it as written (list2cmdline would turn its inner quotes into \\", which cmd does not
+    read)."""
+    flags = [a.lower() for a in args[1:-2]]
     if (
-        len(args) == 5
+        len(args) >= 4
         and Path(args[0]).name.lower() == "cmd.exe"
-        and tuple(args[1:4]) == ("/d", "/s", "/c")
+        and args[-2].lower() == "/c"
+        and "/s" in flags
+        and all(re.fullmatch(r"/[a-z]", f) for f in flags)
     ):
-        return f"{args[0]} /d /s /c {args[4]}"
+        return " ".join(args[:-1]) + " " + args[-1]
     return args
 
 
@@ -131,8 +136,10 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     check: bool = False,
     stdin: bytes | None = None,
+    encoding: str | None = None,
 ) -> CommandResult:
-    """Run ``argv`` (never through a shell) and return its decoded result.
+    """Run ``argv`` (never through a shell) and return its decoded result (by ``encoding``
+    where the tool's output has a known one without a BOM, else as :func:`decode` reads it).
 
     Raises CommandNotFoundError, CommandTimeoutError, or (with ``check``) CommandFailedError.
     """
@@ -158,9 +165,8 @@ def run(
             f"{tool}: no answer after {timeout:g}s, stopped ({display(args)})",
             tip="the tool may be hanging; check it by hand or raise --timeout",
         ) from None
-    result = CommandResult(
-        args, proc.returncode, decode(out), decode(err), time.monotonic() - started
-    )
+    text = decode if encoding is None else (lambda b: b.decode(encoding, errors="replace"))
+    result = CommandResult(args, proc.returncode, text(out), text(err), time.monotonic() - started)
     log.debug("exit %d after %.3fs: %s", result.returncode, result.duration_s, tool)
     if check and not result.ok:
         first = (result.stderr or result.stdout).strip().splitlines()

@@ -12,28 +12,44 @@ function Write-Log([string]$Message) {
     Write-Host $line
     Add-Content -LiteralPath $Log -Value $line
 }
-function Stop-Build([string]$Message) { Write-Log ('FAILED: ' + $Message); exit 1 }
+function Stop-Build([string]$Message) { throw $Message }
 
-Write-Log 'checking tools'
-if (-not (Get-Command -Name 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' -ErrorAction SilentlyContinue)) { Stop-Build 'not found: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' }
-if (-not (Test-Path -LiteralPath 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe')) { Stop-Build 'no nvcc at C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe' }
+# run as .\build.ps1, the script shares your session: note its variables and folder
+# now, and put them back however the build ends
+$SavedEnv = @{}
+foreach ($Item in [Environment]::GetEnvironmentVariables().GetEnumerator()) { $SavedEnv[$Item.Key] = $Item.Value }
+$SavedLocation = (Get-Location).Path
+$Failed = $null
+try {
+    Write-Log 'checking tools'
+    if (-not (Get-Command -Name 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' -ErrorAction SilentlyContinue)) { Stop-Build 'not found: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' }
+    if (-not (Test-Path -LiteralPath 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe')) { Stop-Build 'no nvcc at C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9\bin\nvcc.exe' }
 
-Write-Log 'environment'
-$env:CUDA_HOME = 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9'
-$env:TORCH_CUDA_ARCH_LIST = '8.6;12.0+PTX'
-$env:MAX_JOBS = '8'
-$env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''
+    Write-Log 'environment'
+    $env:CUDA_HOME = 'C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.9'
+    $env:TORCH_CUDA_ARCH_LIST = '8.6;12.0+PTX'
+    $env:MAX_JOBS = '8'
+    $env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''
 
-if ($env:TORCHSMITH_CLEAN -eq '1' -and (Test-Path -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build')) {
-    Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
-    Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
+    if ($env:TORCHSMITH_CLEAN -eq '1' -and (Test-Path -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build')) {
+        Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
+        Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
+    }
+
+    Write-Log 'step build: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe setup.py build_ext --inplace -DFLAG=a&b|c^d%PATH%'
+    Set-Location -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)'
+    $env:DISTUTILS_USE_SDK = '1'
+    & 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' 'setup.py' 'build_ext' '--inplace' '-DFLAG=a&b|c^d%PATH%'
+    if ($LASTEXITCODE -ne 0) { Stop-Build ('step build (exit status ' + $LASTEXITCODE + ')') }
+    Remove-Item -LiteralPath Env:DISTUTILS_USE_SDK -ErrorAction SilentlyContinue
+} catch {
+    $Failed = $_.Exception.Message
+} finally {
+    foreach ($Name in @([Environment]::GetEnvironmentVariables().Keys)) {
+        if (-not $SavedEnv.ContainsKey($Name)) { [Environment]::SetEnvironmentVariable($Name, $null) }
+    }
+    foreach ($Name in $SavedEnv.Keys) { [Environment]::SetEnvironmentVariable($Name, $SavedEnv[$Name]) }
+    Set-Location -LiteralPath $SavedLocation
 }
-
-Write-Log 'step build: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe setup.py build_ext --inplace -DFLAG=a&b|c^d%PATH%'
-Set-Location -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)'
-$env:DISTUTILS_USE_SDK = '1'
-& 'C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe' 'setup.py' 'build_ext' '--inplace' '-DFLAG=a&b|c^d%PATH%'
-if ($LASTEXITCODE -ne 0) { Stop-Build ('step build (exit status ' + $LASTEXITCODE + ')') }
-Remove-Item -LiteralPath Env:DISTUTILS_USE_SDK -ErrorAction SilentlyContinue
-
+if ($null -ne $Failed) { Write-Log ('FAILED: ' + $Failed); exit 1 }
 Write-Log 'build finished'
