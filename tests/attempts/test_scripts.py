@@ -71,7 +71,10 @@ def test_windows_scripts_match_golden(shell: str) -> None:
 
 
 def test_a_vcvars_build_calls_it_once_and_bash_refuses_it() -> None:
-    vcvars = "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\VC\\Auxiliary\\Build\\vcvars64.bat"
+    vcvars = (
+        "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community"
+        "\\VC\\Auxiliary\\Build\\vcvars64.bat"
+    )
     config = replace(windows_config(), vcvars=vcvars)
     cmd_text = emit_script(config, "cmd")
     assert cmd_text.count(f'call "{vcvars}" >nul') == 1
@@ -80,7 +83,7 @@ def test_a_vcvars_build_calls_it_once_and_bash_refuses_it() -> None:
     ps = emit_script(config, "powershell")
     assert ps.count("& cmd.exe /d /c ('call \"' + '" + vcvars + "' + '\" >nul && set')") == 1
     assert ps.index("Visual Studio environment") < ps.index("checking tools")
-    with pytest.raises(UsageError, match="vcvars64.bat"):
+    with pytest.raises(UsageError, match=r"vcvars64\.bat"):
         emit_script(config, "bash")
 
 
