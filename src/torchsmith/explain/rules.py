@@ -16,6 +16,8 @@ error nothing recognises is reported as a failure, not as healthy. A tail rule m
 (pip's "Successfully installed ...") says the run finished: errors printed before it are not how it
 ended. A rule that ``overrides`` other rule ids cancels their matches in the same run (torch's
 old-GPU warning naming an AMD GPU on a ROCm build makes the warning's own rule misleading).
+A rule with ``text_of = "<id>"`` reads the same cause from other lines and says it in the words of
+that rule of the same file (its title, explanation, fix, fix_context and defaults).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ CONTEXT_FIELDS = frozenset(
     }
 )
 
+_SHARED_TEXT = ("title", "explanation", "fix", "fix_context", "defaults")
 _REQUIRED = ("id", "category", "title", "anchors", "patterns", "explanation", "fix", "source")
 _KNOWN_KEYS = frozenset(
     {
@@ -170,7 +173,28 @@ def parse_family(family: str, data: dict[str, Any] | str) -> list[Rule]:
     items = data.get("rule", [])
     if not isinstance(items, list):
         raise KnowledgeError(f"explain rules {family}.toml: [[rule]] must be an array of tables")
-    return [_parse_rule(family, item) for item in items]
+    return [_parse_rule(family, item) for item in _with_shared_texts(family, items)]
+
+
+def _with_shared_texts(family: str, items: list[Any]) -> list[Any]:
+    """Rules that read the same cause from other lines say it once: ``text_of = "<id>"`` takes
+    the title, explanation, fix, fix_context and defaults of that rule of the same file."""
+    by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or "text_of" not in item:
+            out.append(item)
+            continue
+        where = f"explain rules {family}.toml, rule {item.get('id', '?')}"
+        base = by_id.get(item["text_of"])
+        if base is None or "text_of" in base:
+            raise KnowledgeError(f"{where}: text_of names no rule of this file with its own text")
+        given = sorted(set(item) & set(_SHARED_TEXT))
+        if given:
+            raise KnowledgeError(f"{where}: text_of gives {given}; do not give them again")
+        shared = {key: base[key] for key in _SHARED_TEXT if key in base}
+        out.append({**shared, **{k: v for k, v in item.items() if k != "text_of"}})
+    return out
 
 
 def _parse_rule(family: str, raw: Any) -> Rule:
