@@ -98,3 +98,63 @@ def test_example_renders_as_text(rule: Rule, example: str) -> None:
     for diagnosis in explainer.result().diagnoses:
         for text in (diagnosis.explanation, diagnosis.fix):
             assert not [f for f in fields if "{" + f + "}" in text], text
+
+
+_BASE = """
+[[rule]]
+id = "t.base"
+category = "other"
+title = "Base"
+anchors = ["boom"]
+patterns = ['boom (?P<what>\\w+)']
+explanation = "it went {what}"
+fix = "fix {what}"
+source = "https://example.org/1"
+"""
+
+
+def test_text_of_takes_the_named_rules_words() -> None:
+    from torchsmith.explain.rules import parse_family  # noqa: PLC0415
+
+    text = (
+        _BASE
+        + """
+[[rule]]
+id = "t.other-line"
+text_of = "t.base"
+category = "other"
+anchors = ["bang"]
+patterns = ['bang (?P<what>\\w+)']
+source = "https://example.org/2"
+"""
+    )
+    base, other = parse_family("t", text)
+    assert (other.title, other.explanation, other.fix) == (base.title, base.explanation, base.fix)
+    assert other.source == "https://example.org/2"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('text_of = "t.none"', "names no rule"),
+        ('text_of = "t.base"\nfix = "own"', "do not give them again"),
+    ],
+)
+def test_text_of_refuses_a_missing_rule_or_a_second_text(extra: str, message: str) -> None:
+    from torchsmith.errors import KnowledgeError  # noqa: PLC0415
+    from torchsmith.explain.rules import parse_family  # noqa: PLC0415
+
+    text = (
+        _BASE
+        + f"""
+[[rule]]
+id = "t.x"
+{extra}
+category = "other"
+anchors = ["bang"]
+patterns = ['bang (?P<what>\\w+)']
+source = "https://example.org/2"
+"""
+    )
+    with pytest.raises(KnowledgeError, match=message):
+        parse_family("t", text)
