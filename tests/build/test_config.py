@@ -246,3 +246,17 @@ def test_windows_rtx5070(kb: Knowledge) -> None:
     assert windows_command_line(("python", "a b")) == ("python", "a b")
     assert ext.host_compiler is not None
     assert ext.host_compiler.endswith("cl.exe")
+
+
+def test_the_dry_run_names_the_visual_studio_environment_first(kb: Knowledge) -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    from torchsmith.render.build import BuildPlan, render_plan  # noqa: PLC0415
+
+    with platforms.override("windows"):
+        c = make_config(CMAKE, rtx5070_windows(), kb, BuildOptions())
+    console = Console(record=True, width=300)
+    render_plan(BuildPlan(c, (), False), console)
+    text = console.export_text()
+    assert f'call "{c.vcvars}"' in text
+    assert text.index("call ") < text.index("export ")

@@ -58,6 +58,12 @@ def render_plan(plan: Any, console: Console) -> None:
         "[bold]commands[/bold] [dim](POSIX shell; --emit powershell or --emit cmd writes a "
         "script for Windows)[/dim]"
     )
+    if config.vcvars:
+        console.print(
+            "  [dim](first: Visual Studio's environment, in cmd)[/dim] "
+            f'call "{escape(config.vcvars)}"',
+            soft_wrap=True,
+        )
     for key in sorted(config.env):
         console.print(f"  export {key}={escape(shlex.quote(config.env[key]))}", soft_wrap=True)
     for step in config.steps:
