@@ -295,3 +295,21 @@ def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
         "Epoch 1: 100%|##########| 782/782 [00:41<00:00, 18.9it/s, loss=0.31]\n"
     )
     assert explain_text(log).healthy
+
+
+def test_a_recorded_nccl_debug_run_that_worked_is_healthy() -> None:
+    # NCCL 2.28.9 (torch 2.11.0+cu130) on the GPU machine with NCCL_DEBUG=INFO: it reports each
+    # optional plugin library it did not find (libnccl-net.so, -tuner, -profiler, -env) on every run
+    from pathlib import Path  # noqa: PLC0415
+
+    log = Path(__file__).parents[1] / "fixtures" / "h200-linux" / "nccl-info-allreduce.log"
+    text = log.read_text()
+    assert "NET/Plugin: Could not find: libnccl-net.so" in text
+    assert explain_text(text).healthy
+    # the older wording (NCCL 2.21.5, vllm#5484) with the loader's message in it
+    older = (
+        "omega:18302:18445 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: "
+        "cannot open shared object file: No such file or directory : when loading libnccl-net.so\n"
+        "omega:18302:18445 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n"
+    )
+    assert explain_text(older).healthy
