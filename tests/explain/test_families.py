@@ -313,3 +313,46 @@ def test_a_recorded_nccl_debug_run_that_worked_is_healthy() -> None:
         "omega:18302:18445 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n"
     )
     assert explain_text(older).healthy
+
+
+@pytest.mark.parametrize(
+    ("log", "rule"),
+    [
+        # a compiler killed while pip builds torch-scatter is the build's memory, not pip's download
+        (
+            "Collecting torch-scatter\n  Using cached torch_scatter-2.1.2.tar.gz\n"
+            "Building wheel for torch-scatter (setup.py) ... -\nKilled\n",
+            "memory.bare-killed",
+        ),
+        # pip >= 23.1 prints the wheel's index URL, far below 'Collecting torch'
+        (
+            "  Downloading https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-"
+            "linux_x86_64.whl (2200.6 MB)\nKilled\n",
+            "install.pip-killed-downloading-torch",
+        ),
+        # the pinned date listed for another CUDA is a wrong index, not a pruned nightly
+        (
+            "ERROR: Could not find a version that satisfies the requirement "
+            "torch==2.6.0.dev20240918+cu124 (from versions: 2.6.0.dev20240918+cu121, "
+            "2.6.0.dev20241024+cu121)\n",
+            "install.no-torch-for-python",
+        ),
+        # the user's own circular import, not a torch without distributed
+        (
+            "AttributeError: partially initialized module 'torch.distributed' has no attribute "
+            "'get_rank' (most likely due to a circular import)\n",
+            "symptom.uncaught-exception",
+        ),
+    ],
+    ids=["torch-scatter-build-killed", "pip-url-download-killed", "nightly-other-cuda", "circular"],
+)
+def test_close_relatives_of_round_25_rules_go_to_the_right_rule(log: str, rule: str) -> None:
+    assert explain_text(log).diagnoses[0].rule == rule
+
+
+def test_torchvision_0_2_2_beside_the_torch_it_was_made_for_is_no_fallback() -> None:
+    log = (
+        "Collecting torchvision==0.2.2.post3\n"
+        "Successfully installed torch-1.0.1 torchvision-0.2.2.post3\n"
+    )
+    assert explain_text(log).healthy

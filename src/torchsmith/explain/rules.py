@@ -186,7 +186,8 @@ def _with_shared_texts(family: str, items: list[Any]) -> list[Any]:
             out.append(item)
             continue
         where = f"explain rules {family}.toml, rule {item.get('id', '?')}"
-        base = by_id.get(item["text_of"])
+        name = item["text_of"]
+        base = by_id.get(name) if isinstance(name, str) else None
         if base is None or "text_of" in base:
             raise KnowledgeError(f"{where}: text_of names no rule of this file with its own text")
         given = sorted(set(item) & set(_SHARED_TEXT))
