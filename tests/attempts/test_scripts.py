@@ -61,10 +61,18 @@ def windows_config() -> BuildConfig:
     )
 
 
+VCVARS = (
+    "C:\\Program Files\\Microsoft Visual Studio\\2022\\Community"
+    "\\VC\\Auxiliary\\Build\\vcvars64.bat"
+)
+
+
+@pytest.mark.parametrize("vcvars", [None, VCVARS], ids=["plain", "vcvars"])
 @pytest.mark.parametrize("shell", ["powershell", "cmd"])
-def test_windows_scripts_match_golden(shell: str) -> None:
-    text = emit_script(windows_config(), shell)  # type: ignore[arg-type]
-    golden = GOLDEN / f"windows.{'ps1' if shell == 'powershell' else 'cmd'}"
+def test_windows_scripts_match_golden(shell: str, vcvars: str | None) -> None:
+    text = emit_script(replace(windows_config(), vcvars=vcvars), shell)  # type: ignore[arg-type]
+    name = "windows" if vcvars is None else "windows-vcvars"
+    golden = GOLDEN / f"{name}.{'ps1' if shell == 'powershell' else 'cmd'}"
     if os.environ.get("TORCHSMITH_UPDATE_GOLDEN"):
         golden.write_bytes(text.encode())
     assert text == golden.read_bytes().decode()
@@ -81,7 +89,9 @@ def test_a_vcvars_build_calls_it_once_and_bash_refuses_it() -> None:
     assert cmd_text.index('call "') < cmd_text.index("checking tools")  # cl.exe comes from it
     assert "where /q cl.exe ||" in cmd_text
     ps = emit_script(config, "powershell")
-    assert ps.count("& cmd.exe /d /c ('call \"' + '" + vcvars + "' + '\" >nul && set')") == 1
+    line = "& cmd.exe /d /u /c ('call \"' + '" + vcvars + "' + '\" && set > \"' + $VsSet + '\"')"
+    assert ps.count(line) == 1
+    assert "Get-Content -LiteralPath $VsSet -Encoding Unicode" in ps
     assert ps.index("Visual Studio environment") < ps.index("checking tools")
     with pytest.raises(UsageError, match=r"vcvars64\.bat"):
         emit_script(config, "bash")

@@ -260,3 +260,22 @@ def test_the_dry_run_names_the_visual_studio_environment_first(kb: Knowledge) ->
     text = console.export_text()
     assert f'call "{c.vcvars}"' in text
     assert text.index("call ") < text.index("export ")
+
+
+@pytest.mark.parametrize("odd", ["%", "^"])
+def test_a_visual_studio_path_cmd_would_change_is_not_called(kb: Knowledge, odd: str) -> None:
+    probe = rtx5070_windows()
+    msvc = next(c for c in probe.compilers if c.name == "msvc")
+    moved = dataclasses.replace(
+        msvc,
+        details={**msvc.details, "installation_path": f"D:\\VS 100{odd} Tools\\2022\\BuildTools"},
+    )
+    probe = dataclasses.replace(
+        probe, compilers=tuple(moved if c is msvc else c for c in probe.compilers)
+    )
+    with platforms.override("windows"):
+        c = make_config(CMAKE, probe, kb, BuildOptions())
+    assert c.vcvars is None
+    finding = next(f for f in c.findings if f.subject == "msvc")
+    assert odd in finding.message
+    assert "x64 Native Tools Command Prompt" in finding.fix

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.build.configs import NVCC, cmake_config, copy_project
+from torchsmith.build.model import Step
 from torchsmith.build.runner import (
     check_archs,
     parse_set_output,
@@ -136,3 +137,33 @@ def test_a_build_whose_vcvars_cannot_run_fails_before_any_step(tmp_path: Path) -
     assert result.reason is not None
     assert "Visual Studio environment" in result.reason
     assert ledger.get(result.attempt_id or -1).status == "failed"
+
+
+def test_the_steps_run_in_the_visual_studio_environment_and_find_its_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # vcvars puts Visual Studio's own tools (cl.exe, its cmake and ninja) on PATH: a step named
+    # by a bare program name must be found there, with the variables vcvars set
+    bin_dir = _fake_cmd(tmp_path, "Path={bin}\r\nVSMARK=from vcvars\r\n")
+    tool = bin_dir / "vstool"
+    tool.write_text('#!/bin/sh\nprintf "%s" "$VSMARK" > seen.txt\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    config = dataclasses.replace(
+        cmake_config(copy_project("tinycuda", tmp_path), ("9.0",)),
+        vcvars="C:\\VS\\vcvars64.bat",
+        steps=(Step("build", ("vstool",), str(tree)),),
+    )
+    result = run_build(config, ledger=None, log_dir=tmp_path / "logs")
+    assert result.status == "succeeded", result.reason
+    assert (tree / "seen.txt").read_text() == "from vcvars"
+
+
+def test_a_vcvars_problem_is_written_to_the_log_the_result_names(tmp_path: Path) -> None:
+    config = dataclasses.replace(
+        cmake_config(copy_project("tinycuda", tmp_path), ("9.0",)), vcvars="C:\\none\\vcvars64.bat"
+    )
+    result = run_build(config, ledger=None, log_dir=tmp_path / "logs")
+    assert "Visual Studio environment" in Path(result.log_path).read_text()

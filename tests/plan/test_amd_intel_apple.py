@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from torchsmith.errors import UsageError
 from torchsmith.knowledge import load_knowledge
 from torchsmith.knowledge.model import gfx_to_hsa, hsa_to_gfx
 from torchsmith.plan.machine import WhatIf, apply_what_if, blank_facts
@@ -133,6 +136,15 @@ def test_an_apple_gpu_name_plans_for_a_mac_on_apple_silicon() -> None:
     assert any("MPS" in r and "12.3" in r for r in p.recommendation.reasons)
     tiers = apply_what_if(blank_facts("linux"), WhatIf(gpus=("m3 max gpu",)), kb)
     assert tiers.gpus[0].name == "Apple M3 Max"
+
+
+def test_tesla_m_names_stay_nvidia_and_a_bare_m4_is_not_taken_for_apple() -> None:
+    for name, cc in (("M60", "5.2"), ("M40", "5.2")):
+        facts = apply_what_if(blank_facts("linux"), WhatIf(gpus=(name,)), kb)
+        assert facts.os == "linux"
+        assert (facts.gpus[0].vendor, facts.gpus[0].compute_capability) == ("nvidia", cc)
+    with pytest.raises(UsageError, match="unknown GPU"):
+        apply_what_if(blank_facts("linux"), WhatIf(gpus=("M4",)), kb)  # Tesla M4 or Apple M4?
 
 
 def test_an_apple_gpu_off_macos_runs_torch_on_the_cpu_and_says_why() -> None:

@@ -285,10 +285,18 @@ def test_with_nothing_verified_left_the_unestablished_wheel_is_named_by_its_sibl
     assert p.recommendation.kind == "none"
     hint = next(r for r in p.recommendation.reasons if "may serve it" in r)
     assert "torch 2.15.0+cu132" in hint
-    assert "linux-x86_64 wheels carry sm_120" in hint
+    assert "on its linux-x86_64 wheels the NVIDIA GeForce RTX 5070 runs its sm_120 code" in hint
     assert "https://download.pytorch.org/whl/cu132" in hint
     # a verified fit needs no hint
     assert not any(
         "may serve it" in r
         for r in plan("windows", "RTX 5070", "581.57", None).recommendation.reasons
     )
+
+
+def test_the_sibling_hint_names_the_code_a_gpu_runs_not_its_own_arch() -> None:
+    # the RTX 4090 is sm_89; the Linux cu132 wheels of 2.15 carry sm_86, which it runs
+    p = plan("windows", "RTX 4090", "581.57", None, python="3.15")
+    hint = next(r for r in p.recommendation.reasons if "may serve it" in r)
+    assert "runs its sm_86 code" in hint
+    assert "sm_89" not in hint

@@ -550,14 +550,15 @@ def _windows(project: Project, probe: Probe, facts: BuildFacts, acc: _Acc) -> No
     if vs:
         root = vs[0].details["installation_path"]
         vcvars = root + "\\VC\\Auxiliary\\Build\\vcvars64.bat"
-        if "%" in vcvars:
-            # cmd expands %...% in the line that calls it, and no quoting stops that
+        odd = sorted(set(vcvars) & set("%^!"))
+        if odd:
+            # cmd expands %...% in the line that calls it and `call` doubles ^, whatever the quotes
             acc.findings.append(
                 Finding(
                     "other",
                     "warning",
-                    f"the Visual Studio path {root} holds a %, which cmd would expand: "
-                    "torchsmith cannot call its vcvars64.bat",
+                    f"the Visual Studio path {root} holds {' and '.join(odd)}, which cmd would "
+                    "change: torchsmith cannot call its vcvars64.bat",
                     'run the build from the "x64 Native Tools Command Prompt for VS"',
                     subject="msvc",
                 )

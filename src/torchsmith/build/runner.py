@@ -159,6 +159,8 @@ def run_build(
     vs_env, vs_problem = visual_studio_env(config.vcvars) if config.vcvars else ({}, None)
     if vs_problem is not None:
         status, exit_code, reason = "failed", None, vs_problem
+        with contextlib.suppress(OSError):  # the result names this log: it says what happened
+            log_path.write_text(f"torchsmith: {vs_problem}\n", encoding="utf-8")
     for step in config.steps if vs_problem is None else ():
         outcome = _run_step(
             step,
@@ -245,12 +247,15 @@ def _tools(config: BuildConfig) -> dict[str, str | None]:
 
 def visual_studio_env(vcvars: str, timeout_s: float = 180.0) -> tuple[dict[str, str], str | None]:
     """The environment ``vcvars64.bat`` leaves, read once: cmd calls it and prints ``set``
-    (UTF-16 with /u, so no code page mangles a non-ASCII path). Returns the variables, with
-    names upper-cased as Windows' os.environ has them, or a problem."""
-    line = f'"call "{vcvars}" >nul && set"'
+    (UTF-16 with /u, so no code page mangles a non-ASCII path; vcvars' own messages go to
+    stderr). Returns the variables, with names upper-cased as Windows' os.environ has them, or a
+    problem."""
+    line = f'"call "{vcvars}" 1>&2 && set"'
     try:
         result = cmd.run(
-            ("cmd.exe", "/d", "/u", "/s", "/c", line), timeout=timeout_s, encoding="utf-16-le"
+            ("cmd.exe", "/d", "/u", "/v:off", "/s", "/c", line),
+            timeout=timeout_s,
+            encoding="utf-16-le",
         )
     except TorchsmithError as exc:
         return {}, f"the Visual Studio environment could not be set up: {exc}"
@@ -261,9 +266,12 @@ def visual_studio_env(vcvars: str, timeout_s: float = 180.0) -> tuple[dict[str, 
         why = "no cl.exe is on the PATH it set"
     else:
         return env, None
+    said = [line.strip() for line in result.stderr.splitlines() if line.strip()][-3:]
     return {}, (
-        f"{vcvars} did not set up a Visual Studio environment ({why}): "
-        "repair the C++ workload in the Visual Studio Installer"
+        f"{vcvars} did not set up a Visual Studio environment ({why})"
+        + (f"; it said: {' / '.join(said)}" if said else "")
+        + ". Run it in a terminal to see why: a PATH too long for cmd stops it, and a broken C++ "
+        "workload is repaired in the Visual Studio Installer"
     )
 
 
@@ -288,8 +296,14 @@ def _run_step(
     on_line: Callable[[str], None] | None,
 ) -> StreamResult:
     env = {**os.environ, **vs_env, **config.env, **step.env}
+    argv = step.argv
+    if vs_env:
+        # Windows looks a program up on the parent's PATH, not the child's: find the tools that
+        # vcvars put on PATH (cmake and ninja of Visual Studio's C++ CMake tools) there
+        found = cmd.which(argv[0], path=env.get("PATH"))
+        argv = (found, *argv[1:]) if found else argv
     run = functools.partial(
-        stream, step.argv, log_path=log_path, env=env, cwd=step.cwd, timeout=timeout_s
+        stream, argv, log_path=log_path, env=env, cwd=step.cwd, timeout=timeout_s
     )
     if console is None:
         return run(on_line=on_line)

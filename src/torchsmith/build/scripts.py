@@ -255,17 +255,23 @@ def _powershell(config: BuildConfig) -> str:
 
 
 def _ps_vcvars(vcvars: str) -> list[str]:
-    """Import the environment vcvars64.bat sets: cmd calls it and prints ``set``, once."""
+    """Import the environment vcvars64.bat sets, once: cmd calls it and writes ``set`` to a file
+    in UTF-16 (/u), which PowerShell reads back whatever the console's code page."""
     p = ps_quote
     return [
         f"Write-Log {p('Visual Studio environment: ' + vcvars)}",
-        f"$VsLines = & cmd.exe /d /c ('call \"' + {p(vcvars)} + '\" >nul && set')",
-        "if ($LASTEXITCODE -ne 0) "
+        "$VsSet = [System.IO.Path]::GetTempFileName()",
+        "try {",
+        f"    & cmd.exe /d /u /c ('call \"' + {p(vcvars)} + '\" && set > \"' + $VsSet + '\"')",
+        "    if ($LASTEXITCODE -ne 0) "
         f"{{ Stop-Build ({p(vcvars + ' failed (exit status ')} + $LASTEXITCODE + ')') }}",
-        "foreach ($VsLine in $VsLines) {",
-        "    $At = $VsLine.IndexOf('=')",
-        "    if ($At -gt 0) { [Environment]::SetEnvironmentVariable("
+        "    foreach ($VsLine in (Get-Content -LiteralPath $VsSet -Encoding Unicode)) {",
+        "        $At = $VsLine.IndexOf('=')",
+        "        if ($At -gt 0) { [Environment]::SetEnvironmentVariable("
         "$VsLine.Substring(0, $At), $VsLine.Substring($At + 1)) }",
+        "    }",
+        "} finally {",
+        "    Remove-Item -LiteralPath $VsSet -ErrorAction SilentlyContinue",
         "}",
         "if (-not (Get-Command -Name 'cl.exe' -ErrorAction SilentlyContinue)) "
         f"{{ Stop-Build {p('no cl.exe after ' + vcvars)} }}",
@@ -334,7 +340,8 @@ def _cmd(config: BuildConfig) -> str:
         # setlocal above keeps what it sets (and the folder) to this script
         out += [
             f"call :log {cmd_echo_text('Visual Studio environment: ' + config.vcvars)}",
-            f"call {cmd_quote(config.vcvars)} >nul",
+            f"call {cmd_quote(config.vcvars)} >nul || (call :fail "
+            f"{cmd_echo_text(config.vcvars + ' failed')} & exit /b 1)",
             f"where /q cl.exe || (call :fail {cmd_echo_text('no cl.exe after ' + config.vcvars)}"
             " & exit /b 1)",
             "",

@@ -16,8 +16,13 @@ from torchsmith.knowledge.base import norm_arch
 from torchsmith.plan.model import GpuTarget, MachineFacts, Origin
 from torchsmith.probe.model import Probe
 
-# Apple silicon's GPU as people name it: "Apple M2", "M3 Max", "Apple M1 Pro GPU".
-_APPLE = re.compile(r"^\s*(?:apple\s+)?m(\d{1,2})(?:\s+(pro|max|ultra))?(?:\s+gpu)?\s*$", re.I)
+# Apple silicon's GPU as people name it: "Apple M2", "Apple M1 Pro GPU", "M3 Max". A bare "M4" or
+# "M60" is not taken for one: NVIDIA's Tesla M4, M6, M10, M40 and M60 have such names.
+_APPLE = re.compile(
+    r"^\s*(?:apple\s+m(?P<n>[1-9])(?:\s+(?P<tier>pro|max|ultra))?"
+    r"|m(?P<bare>[1-9])\s+(?P<bare_tier>pro|max|ultra))(?:\s+gpu)?\s*$",
+    re.I,
+)
 _DRIVER = re.compile(r"^\d{2,3}(\.\d{1,3}){0,2}$")
 _CC = re.compile(r"^\d{1,2}\.\d$")
 _PY = re.compile(r"^3\.(\d{1,2})(?:\.\d+)?(t?)$")
@@ -117,12 +122,14 @@ def resolve_gpus(
     for name in names:
         if name.strip().lower() in ("none", "no", "cpu"):
             continue
-        apple = _APPLE.match(name)
+        gpu = kb.find_gpu(name)
+        apple = _APPLE.match(name) if gpu is None else None
         if apple:
-            tier = f" {apple[2].capitalize()}" if apple[2] else ""
+            number = apple["n"] or apple["bare"]
+            tier = apple["tier"] or apple["bare_tier"]
             out.append(
                 GpuTarget(
-                    name=f"Apple M{int(apple[1])}{tier}",
+                    name=f"Apple M{number}{f' {tier.capitalize()}' if tier else ''}",
                     compute_capability=None,
                     vendor="apple",
                     architecture="Apple silicon",
@@ -130,7 +137,6 @@ def resolve_gpus(
                 )
             )
             continue
-        gpu = kb.find_gpu(name)
         other = _other_vendor(name, None, kb) if gpu is None else None
         if other is not None:
             out.append(other)
@@ -141,7 +147,8 @@ def resolve_gpus(
             raise UsageError(
                 f"--gpu {name!r}: unknown GPU{hint}",
                 tip="use the name nvidia-smi, amd-smi or sycl-ls prints, an AMD gfx target "
-                "(gfx1100), or give an NVIDIA compute capability with --cc X.Y",
+                '(gfx1100), "Apple M2" for a Mac, or give an NVIDIA compute capability with '
+                "--cc X.Y",
             )
         out.append(
             GpuTarget(

@@ -869,30 +869,39 @@ def _within(options: PlanOptions) -> str:
 def _unestablished_hint(
     machine: MachineFacts, kb: Knowledge, rejected: list[Rejection], nvidia: tuple[GpuTarget, ...]
 ) -> tuple[str, ...]:
-    """When nothing verified fits, the newest wheel whose archs are unknown here but whose
-    sibling of the same release and variant on another platform serves every GPU."""
+    """When nothing verified fits, the newest wheel whose archs are unknown here but whose nearest
+    sibling with a known arch list (same release and variant, another platform) serves every GPU."""
     for r in rejected:
         if r.variant is None or r.category != "other":
             continue
         wheel = kb.wheel(r.torch, r.variant, machine.os, machine.arch)
         if wheel is None or wheel.archs is not None:
             continue
-        near = sorted(kb.wheels, key=lambda w: (w.arch != machine.arch, w.os != machine.os))
-        for sibling in near:
-            archs = sibling.archs
-            if (sibling.torch, sibling.variant) != (wheel.torch, wheel.variant) or archs is None:
-                continue
-            if all(
-                g.compute_capability and coverage(archs.sass, archs.ptx, g.compute_capability).ok
-                for g in nvidia
-            ):
-                sms = ", ".join(g.sm for g in nvidia if g.sm)
-                return (
-                    f"torch {r.torch}+{r.variant} may serve it: the GPU archs of its "
-                    f"{platform_of(machine)} wheels are not established here, but its "
-                    f"{sibling.os}-{sibling.arch} wheels carry {sms}; install it from "
-                    f"{index_url(r.variant)}, then check with torchsmith verify",
-                )
+        siblings = [
+            w
+            for w in kb.wheels
+            if (w.torch, w.variant) == (wheel.torch, wheel.variant) and w.archs is not None
+        ]
+        if not siblings:
+            continue
+        sibling = min(siblings, key=lambda w: (w.arch != machine.arch, w.os != machine.os))
+        archs = sibling.archs
+        assert archs is not None
+        runs: list[str] = []
+        for g in nvidia:
+            cov = coverage(archs.sass, archs.ptx, g.compute_capability or "0.0")
+            if not g.compute_capability or not cov.ok:
+                runs = []
+                break
+            how = f"JIT-compiles its PTX {cov.via}" if cov.jit else f"runs its {cov.via} code"
+            runs.append(f"the {g.name} {how}")
+        if runs:
+            return (
+                f"torch {r.torch}+{r.variant} may serve it: the GPU archs of its "
+                f"{platform_of(machine)} wheels are not established here, but on its "
+                f"{sibling.os}-{sibling.arch} wheels {' and '.join(runs)}; install it from "
+                f"{index_url(r.variant)}, then check with torchsmith verify",
+            )
     return ()
 
 

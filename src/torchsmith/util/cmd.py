@@ -122,7 +122,7 @@ def windows_command_line(args: Sequence[str]) -> str | Sequence[str]:
         and Path(args[0]).name.lower() == "cmd.exe"
         and args[-2].lower() == "/c"
         and "/s" in flags
-        and all(re.fullmatch(r"/[a-z]", f) for f in flags)
+        and all(re.fullmatch(r"/[a-z](?::[a-z]{1,3})?", f) for f in flags)
     ):
         return " ".join(args[:-1]) + " " + args[-1]
     return args
