@@ -300,3 +300,14 @@ def test_the_sibling_hint_names_the_code_a_gpu_runs_not_its_own_arch() -> None:
     hint = next(r for r in p.recommendation.reasons if "may serve it" in r)
     assert "runs its sm_86 code" in hint
     assert "sm_89" not in hint
+
+
+def test_a_source_build_names_the_host_compilers_of_its_os() -> None:
+    windows = plan("windows", "GTX 1080", "581.57", ">=2.15")
+    linux = plan("linux", "GTX 1080", "580.95.05", ">=2.15")
+    win_host = next(r for r in windows.recommendation.reasons if r.startswith("host compiler"))
+    linux_host = next(r for r in linux.recommendation.reasons if r.startswith("host compiler"))
+    assert "MSVC" in win_host
+    assert "gcc" not in win_host
+    assert "gcc <=" in linux_host
+    assert "MSVC" not in linux_host

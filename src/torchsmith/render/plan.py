@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from torchsmith.plan.model import MachineFacts, Plan, Recommendation
+from torchsmith.plan.planner import host_compilers_text
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_REJECTED_ROWS = 12
@@ -21,8 +22,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(
             f"[bold]source build[/bold]: torch {b.torch}, "
             f"TORCH_CUDA_ARCH_LIST={b.torch_cuda_arch_list}, "
-            f"CUDA {b.toolkit} (any of {b.toolkit_min}–{b.toolkit_max}), gcc <= {b.gcc_max_major}, "
-            f"clang <= {b.clang_max_major}, _MSC_VER {b.msc_ver_min}–{b.msc_ver_max}"
+            f"CUDA {b.toolkit} (any of {b.toolkit_min}–{b.toolkit_max}), "
+            f"{host_compilers_text(b, plan.machine.os)}"
         )
     if plan.alternatives:
         alts = ", ".join(_label(a) for a in plan.alternatives)
