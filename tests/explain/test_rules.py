@@ -113,22 +113,18 @@ source = "https://example.org/1"
 """
 
 
+def _with_second_rule(extra: str) -> str:
+    """_BASE and a rule that reads 'bang', with ``extra`` keys (its text_of, or its own text)."""
+    return _BASE + (
+        f'\n[[rule]]\nid = "t.other-line"\n{extra}\ncategory = "other"\nanchors = ["bang"]\n'
+        "patterns = ['bang (?P<what>\\w+)']\nsource = \"https://example.org/2\"\n"
+    )
+
+
 def test_text_of_takes_the_named_rules_words() -> None:
     from torchsmith.explain.rules import parse_family  # noqa: PLC0415
 
-    text = (
-        _BASE
-        + """
-[[rule]]
-id = "t.other-line"
-text_of = "t.base"
-category = "other"
-anchors = ["bang"]
-patterns = ['bang (?P<what>\\w+)']
-source = "https://example.org/2"
-"""
-    )
-    base, other = parse_family("t", text)
+    base, other = parse_family("t", _with_second_rule('text_of = "t.base"'))
     assert (other.title, other.explanation, other.fix) == (base.title, base.explanation, base.fix)
     assert other.source == "https://example.org/2"
 
@@ -137,6 +133,7 @@ source = "https://example.org/2"
     ("extra", "message"),
     [
         ('text_of = "t.none"', "names no rule"),
+        ("text_of = 3", "names no rule"),
         ('text_of = "t.base"\nfix = "own"', "do not give them again"),
     ],
 )
@@ -144,17 +141,5 @@ def test_text_of_refuses_a_missing_rule_or_a_second_text(extra: str, message: st
     from torchsmith.errors import KnowledgeError  # noqa: PLC0415
     from torchsmith.explain.rules import parse_family  # noqa: PLC0415
 
-    text = (
-        _BASE
-        + f"""
-[[rule]]
-id = "t.x"
-{extra}
-category = "other"
-anchors = ["bang"]
-patterns = ['bang (?P<what>\\w+)']
-source = "https://example.org/2"
-"""
-    )
     with pytest.raises(KnowledgeError, match=message):
-        parse_family("t", text)
+        parse_family("t", _with_second_rule(extra))
