@@ -103,6 +103,12 @@ class SourceBuild:
     sources: tuple[str, ...] = ()
     accepts: str | None = None  # "12.6-13.2": the toolkits the release's source build accepts
 
+    def host_compilers(self, os_name: str) -> str:
+        """The host compilers nvcc accepts for this build, on the OS it runs on."""
+        if os_name == "windows":
+            return f"MSVC _MSC_VER {self.msc_ver_min}–{self.msc_ver_max}"
+        return f"gcc <= {self.gcc_max_major}, clang <= {self.clang_max_major}"
+
 
 @dataclass(frozen=True)
 class Plan:

@@ -1086,13 +1086,6 @@ def _newer_than_its_pythons(python: str, release: TorchRelease) -> bool:
     return bool(shipped) and Version(python.rstrip("t")) > max(shipped)
 
 
-def host_compilers_text(build: SourceBuild, os_name: str) -> str:
-    """The host compilers nvcc accepts for this build, for the OS it runs on."""
-    if os_name == "windows":
-        return f"MSVC _MSC_VER {build.msc_ver_min}–{build.msc_ver_max}"
-    return f"gcc <= {build.gcc_max_major}, clang <= {build.clang_max_major}"
-
-
 def _source_recommendation(
     build: SourceBuild, machine: MachineFacts, options: PlanOptions
 ) -> Recommendation:
@@ -1106,7 +1099,7 @@ def _source_recommendation(
         f"build torch {build.torch} from source with CUDA {build.toolkit} and "
         f"TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list}: {accepts}CUDA {span} "
         f"can compile for {'these GPUs' if ';' in build.torch_cuda_arch_list else 'this GPU'}",
-        f"host compiler: {host_compilers_text(build, machine.os)}",
+        f"host compiler: {build.host_compilers(machine.os)}",
     ]
     if options.prefer == "source":
         reasons.insert(0, "a source build was asked for (--prefer source)")

@@ -8,7 +8,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from torchsmith.plan.model import MachineFacts, Plan, Recommendation
-from torchsmith.plan.planner import host_compilers_text
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_REJECTED_ROWS = 12
@@ -23,7 +22,7 @@ def render_plan(plan: Plan, console: Console) -> None:
             f"[bold]source build[/bold]: torch {b.torch}, "
             f"TORCH_CUDA_ARCH_LIST={b.torch_cuda_arch_list}, "
             f"CUDA {b.toolkit} (any of {b.toolkit_min}–{b.toolkit_max}), "
-            f"{host_compilers_text(b, plan.machine.os)}"
+            f"{b.host_compilers(plan.machine.os)}"
         )
     if plan.alternatives:
         alts = ", ".join(_label(a) for a in plan.alternatives)
