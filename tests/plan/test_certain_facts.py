@@ -15,6 +15,7 @@ import pytest
 
 from torchsmith.knowledge import load_knowledge
 from torchsmith.knowledge.compat import parse_cc
+from torchsmith.plan import findings as plan_findings
 from torchsmith.plan.machine import WhatIf, apply_what_if, blank_facts
 from torchsmith.plan.model import Plan, PlanOptions
 from torchsmith.plan.planner import make_plan
@@ -311,3 +312,29 @@ def test_a_source_build_names_the_host_compilers_of_its_os() -> None:
     assert "gcc" not in win_host
     assert "gcc <=" in linux_host
     assert "MSVC" not in linux_host
+
+
+def test_a_windows_source_build_gives_cmd_and_powershell_lines() -> None:
+    rec = plan("windows", "GTX 1080", "581.57", ">=2.15").recommendation
+    assert set(rec.commands) == {"pip, cmd", "pip, PowerShell"}
+    assert 'set "TORCH_CUDA_ARCH_LIST=6.1"' in rec.commands["pip, cmd"]
+    ps = rec.commands["pip, PowerShell"]
+    assert "$env:TORCH_CUDA_ARCH_LIST = '6.1'" in ps
+    assert "&&" not in ps  # Windows PowerShell 5.1 has no &&
+
+
+def test_native_code_outranks_a_driver_native_wheel_that_needs_ptx_jit() -> None:
+    # RTX 5090 (sm_120): torch 2.7's cu128 wheels carry sm_120; its cu118 ones only old PTX
+    p = plan("windows", "RTX 5090", "566.36", "<2.8", python="3.12")
+    assert (p.recommendation.torch, p.recommendation.variant) == ("2.7.1", "cu128")
+
+
+def test_the_driver_fix_asks_for_what_the_gpu_needs_when_that_is_more() -> None:
+    # driver 535 cannot run an RTX 5070; a torch < 2.7 wheel needs only 452.39 (cu118)
+    p = plan("windows", "RTX 5070", "535.104.05", "<2.7", python="3.12")
+    lead = p.findings[0]
+    assert lead.category == "driver-too-old"
+    assert "452.39" not in lead.fix
+    floor = plan_findings.driver_for_gpus("windows", kb, p.machine.gpus)
+    assert floor is not None
+    assert f">= {floor}" in lead.fix

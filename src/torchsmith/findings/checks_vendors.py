@@ -157,7 +157,8 @@ def check_intel_level_zero(probe: Probe, ctx: Context) -> Iterator[Finding]:
 
 
 def check_mps(probe: Probe, ctx: Context) -> Iterator[Finding]:
-    """PyTorch's MPS backend needs Apple silicon and macOS 12.3 or newer."""
+    """PyTorch's MPS backend needs macOS 12.3 or newer and Apple silicon or an AMD GPU (Apple's
+    MPS page); torch's x86_64 macOS wheels stopped with 2.2."""
     if probe.host.os != "macos":
         return
     mps = getattr(ctx.kb, "mps", None)
@@ -167,9 +168,10 @@ def check_mps(probe: Probe, ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "no-gpu-visible",
             "info",
-            "this Mac has an Intel CPU: PyTorch's MPS GPU backend is for Apple silicon (arm64), "
-            "and torch wheels for Intel Macs stopped with torch 2.2",
-            "torch runs on the CPU here; use an Apple silicon Mac for MPS",
+            "this Python runs as x86_64: torch's x86_64 macOS wheels stopped with torch 2.2, "
+            "and their MPS GPU backend needs an AMD GPU (Apple silicon needs arm64 wheels)",
+            "on an Apple silicon Mac, install an arm64 Python (this one runs under Rosetta) and "
+            "current torch; on an Intel Mac, torch runs on the CPU unless the Mac has an AMD GPU",
             subject="gpu",
             source=source,
         )

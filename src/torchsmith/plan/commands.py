@@ -27,12 +27,20 @@ def wheel_commands(
 
 
 def source_commands(build: SourceBuild, os_name: str) -> dict[str, str]:
-    clone = (
-        f"git clone --recursive --branch v{build.torch} https://github.com/pytorch/pytorch"
-        " && cd pytorch && python -m pip install -r requirements.txt"
-    )
+    git = f"git clone --recursive --branch v{build.torch} https://github.com/pytorch/pytorch"
+    reqs = "python -m pip install -r requirements.txt"
+    clone = f"{git} && cd pytorch && {reqs}"
+    install = "python -m pip install --no-build-isolation -v ."
+    archs = build.torch_cuda_arch_list
     if os_name == "windows":
-        env = f'set "TORCH_CUDA_ARCH_LIST={build.torch_cuda_arch_list}" && '
-    else:
-        env = f'TORCH_CUDA_ARCH_LIST="{build.torch_cuda_arch_list}" USE_CUDA=1 '
-    return {"pip": f"{clone} && {env}python -m pip install --no-build-isolation -v ."}
+        # cmd and PowerShell set variables differently (in PowerShell `set` is Set-Variable), and
+        # Windows PowerShell 5.1 has no &&: each step there waits for the last one's success
+        ok = "if ($LASTEXITCODE -eq 0) {"
+        return {
+            "pip, cmd": f'{clone} && set "TORCH_CUDA_ARCH_LIST={archs}" && {install}',
+            "pip, PowerShell": (
+                f"{git}; {ok} cd pytorch; {reqs}; {ok} "
+                f"$env:TORCH_CUDA_ARCH_LIST = '{archs}'; {install} }} }}"
+            ),
+        }
+    return {"pip": f'{clone} && TORCH_CUDA_ARCH_LIST="{archs}" USE_CUDA=1 {install}'}

@@ -28,6 +28,21 @@ def collect(
     return tuple(dict.fromkeys(out))  # two installs of one toolkit version say the same thing
 
 
+def driver_for_gpus(os_name: str, kb: Knowledge, nvidia: tuple[GpuTarget, ...]) -> str | None:
+    """The driver the GPUs' architectures came with: the highest minimum of the first CUDA that
+    targets each (560.76 on Windows for an RTX 5070's sm_120 ... as the knowledge base has it)."""
+    best: str | None = None
+    for gpu in nvidia:
+        known = kb.arch_introduced(gpu.sm) if gpu.sm else None
+        if known is None:
+            continue
+        first = known[1]
+        need = first.min_driver_windows if os_name == "windows" else first.min_driver_linux
+        if need and (best is None or not driver_at_least(best, need)):
+            best = need
+    return best
+
+
 def driver_vs_gpu(
     machine: MachineFacts, kb: Knowledge, nvidia: tuple[GpuTarget, ...]
 ) -> Finding | None:
@@ -153,7 +168,7 @@ def _toolkits(
             able = kb.toolkits_for_text(missing, have=version)
             can = bool(kb.toolkits_for(missing))
             fix = (
-                f"install CUDA {source.toolkit_min}–{source.toolkit_max} for a source build"
+                f"install CUDA {source.toolkit_span} for a source build"
                 if source
                 else f"to build extensions for this GPU, install a toolkit that can: {able}"
                 if can

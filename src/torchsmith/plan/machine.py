@@ -56,8 +56,10 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
     python = None
     if probe.python is not None and not probe.python.error:
         python = python_tag(probe.python.version, probe.python.free_threaded)
-    toolkits = tuple(
-        t.version for t in probe.cuda_toolkits if t.version is not None and t.error is None
+    toolkits = tuple(  # one toolkit found by two routes (CUDA_HOME and PATH) counts once
+        dict.fromkeys(
+            t.version for t in probe.cuda_toolkits if t.version is not None and t.error is None
+        )
     )
     gcc = next((c for c in probe.compilers if c.name in ("gcc", "g++") and c.version), None)
     msvc = next((c for c in probe.compilers if c.name == "msvc" and c.version), None)

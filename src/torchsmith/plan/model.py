@@ -103,6 +103,13 @@ class SourceBuild:
     sources: tuple[str, ...] = ()
     accepts: str | None = None  # "12.6-13.2": the toolkits the release's source build accepts
 
+    @property
+    def toolkit_span(self) -> str:
+        """The toolkits that can build it: "12.6 to 12.9" as min and max joined by a dash."""
+        if self.toolkit_min == self.toolkit_max:
+            return self.toolkit_min
+        return f"{self.toolkit_min}–{self.toolkit_max}"
+
     def host_compilers(self, os_name: str) -> str:
         """The host compilers nvcc accepts for this build, on the OS it runs on."""
         if os_name == "windows":

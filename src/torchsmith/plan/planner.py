@@ -141,11 +141,20 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     if unusable is not None:
         first = f"first update the NVIDIA driver: {unusable.message}"
         recommendation = replace(recommendation, reasons=(first, *recommendation.reasons))
-        if recommendation.min_driver:
+        gpu_need = plan_findings.driver_for_gpus(machine.os, kb, nvidia)
+        wheel_need = recommendation.min_driver
+        if wheel_need and (gpu_need is None or driver_at_least(wheel_need, gpu_need)):
             unusable = replace(
                 unusable,
-                fix=f"install an NVIDIA driver >= {recommendation.min_driver} (what torch "
+                fix=f"install an NVIDIA driver >= {wheel_need} (what torch "
                 f"{recommendation.torch}+{recommendation.variant} needs), then plan again",
+            )
+        elif wheel_need and gpu_need:
+            # the GPU asks for more than the wheel: one number, the higher
+            unusable = replace(
+                unusable,
+                fix=f"install an NVIDIA driver >= {gpu_need} (what the GPU's architecture "
+                "needs, more than the wheel does), then plan again",
             )
     lead = unusable or found  # the error (its fix made concrete above), or the warning
     findings = plan_findings.collect(
@@ -304,10 +313,17 @@ def _cuda_choices(
     platform = platform_of(machine)
     default = release.pypi_default.get(platform)
     wheels = [w for w in kb.wheels_for(release.version, machine.os, machine.arch) if w.cuda]
-    # The PyPI default first (the simplest command), then variants whose CUDA the driver
-    # supports natively, then the newest CUDA.
+    # Wheels with native code (SASS) for every GPU first: PTX JIT from an older architecture
+    # starts slowly and runs without the CUDA libraries' kernels for the GPU (an RTX 5090 on
+    # cu118's PTX). Then the PyPI default (the simplest command), then variants whose CUDA the
+    # driver supports natively, then the newest CUDA.
     wheels.sort(
-        key=lambda w: (w.variant != default, not _driver_native(machine, kb, w), -_cuda_key(w))
+        key=lambda w: (
+            _jit_only(w, nvidia),
+            w.variant != default,
+            not _driver_native(machine, kb, w),
+            -_cuda_key(w),
+        )
     )
     out = []
     for wheel in wheels:
@@ -316,6 +332,12 @@ def _cuda_choices(
             rejected.append(problem)
             continue
         reasons = [_serves_sentence(wheel, nvidia)]
+        if _jit_only(wheel, nvidia):
+            reasons.append(
+                "no native code for the GPU in it: its PTX is compiled at first use (a slow "
+                f"start), and CUDA {wheel.cuda}'s libraries (cuBLAS, cuDNN) may have no kernels "
+                "for it; a newer torch with a CUDA that targets the GPU is the better fix"
+            )
         if wheel.variant == default:
             reasons.append(f"it is the default PyPI wheel for {platform}")
         if not _driver_native(machine, kb, wheel):
@@ -339,6 +361,18 @@ def _cuda_choices(
     return out
 
 
+def _jit_only(wheel: Wheel, nvidia: tuple[GpuTarget, ...]) -> bool:
+    """Some GPU runs this wheel only through PTX JIT (False when its archs are unknown)."""
+    archs = wheel.archs
+    if archs is None:
+        return False
+    return any(
+        (cov := coverage(archs.sass, archs.ptx, g.compute_capability)).ok and cov.jit
+        for g in nvidia
+        if g.compute_capability
+    )
+
+
 def _mps_sentence(kb: Knowledge, machine: MachineFacts) -> str:
     mps = kb.mps
     need = f"macOS {mps.macos_min} or newer" if mps else "a recent macOS"
@@ -348,8 +382,9 @@ def _mps_sentence(kb: Knowledge, machine: MachineFacts) -> str:
             f"which needs {need}"
         )
     return (
-        "macOS x86_64 wheels run on the CPU only here: the MPS backend these wheels are "
-        f"tested with needs Apple silicon (arm64) and {need}"
+        "macOS x86_64 wheels (the last is torch 2.2) run on the CPU, and on the GPU through MPS "
+        f"only on an Intel Mac with an AMD GPU and {need}; on an Apple silicon Mac, an arm64 "
+        "Python gets current wheels that use its GPU"
     )
 
 
@@ -1089,11 +1124,7 @@ def _newer_than_its_pythons(python: str, release: TorchRelease) -> bool:
 def _source_recommendation(
     build: SourceBuild, machine: MachineFacts, options: PlanOptions
 ) -> Recommendation:
-    span = (
-        build.toolkit_min
-        if build.toolkit_min == build.toolkit_max
-        else f"{build.toolkit_min}–{build.toolkit_max}"
-    )
+    span = build.toolkit_span
     accepts = f"its source accepts CUDA {build.accepts}, and of those " if build.accepts else ""
     reasons = [
         f"build torch {build.torch} from source with CUDA {build.toolkit} and "
@@ -1145,7 +1176,7 @@ def _jetson_plan(
     reasons = [reason]
     if source is not None:
         # JetPack brings the toolkit: it is not chosen the way a desktop's is
-        accepts = source.accepts or f"{source.toolkit_min}–{source.toolkit_max}"
+        accepts = source.accepts or source.toolkit_span
         reasons.append(
             f"a source build on a Jetson uses the CUDA of its JetPack release, not a toolkit "
             f"installed from NVIDIA's downloads: torch {source.torch}'s source accepts CUDA "

@@ -21,7 +21,9 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(
             f"[bold]source build[/bold]: torch {b.torch}, "
             f"TORCH_CUDA_ARCH_LIST={b.torch_cuda_arch_list}, "
-            f"CUDA {b.toolkit} (any of {b.toolkit_min}–{b.toolkit_max}), "
+            f"CUDA {b.toolkit}"
+            + (f" (any of {b.toolkit_span})" if b.toolkit_min != b.toolkit_max else "")
+            + ", "
             f"{b.host_compilers(plan.machine.os)}"
         )
     if plan.alternatives:
@@ -38,11 +40,20 @@ def render_plan(plan: Plan, console: Console) -> None:
 
 
 def _machine(m: MachineFacts) -> str:
-    gpus = ", ".join(f"{g.name} ({g.compute_capability or g.architecture or '?'})" for g in m.gpus)
+    gpus = ", ".join(_gpu(g.name, g.compute_capability or g.architecture) for g in m.gpus)
     gpus = gpus or "no GPU"
     py = f"Python {m.python}" if m.python else "Python ?"
-    driver = f"driver {m.driver}" if m.driver else "driver ?"
-    return f"{m.origin}: {m.os}-{m.arch}, {gpus}, {driver}, {py}"
+    # the NVIDIA driver matters only where an NVIDIA GPU is planned for
+    nvidia = any(g.vendor == "nvidia" for g in m.gpus)
+    driver = f", driver {m.driver}" if m.driver else (", driver ?" if nvidia else "")
+    return f"{m.origin}: {m.os}-{m.arch}, {gpus}{driver}, {py}"
+
+
+def _gpu(name: str, what: str | None) -> str:
+    """A GPU and its compute capability or target, once: not "gfx1030 (gfx1030)"."""
+    if what is None:
+        return f"{name} (?)"
+    return name if what in name else f"{name} ({what})"
 
 
 def _label(rec: Recommendation) -> str:
