@@ -338,3 +338,25 @@ def test_the_driver_fix_asks_for_what_the_gpu_needs_when_that_is_more() -> None:
     floor = plan_findings.driver_for_gpus("windows", kb, p.machine.gpus)
     assert floor is not None
     assert f">= {floor}" in lead.fix
+
+
+def test_a_platform_without_cuda_wheels_gets_a_source_build_and_says_why() -> None:
+    p = plan("linux", "Tesla T4", "560.94", "<2.7", python="3.12", arch="aarch64")
+    assert p.recommendation.kind == "source"
+    assert p.recommendation.torch == "2.6.0"
+    assert any(
+        r.torch == "2.6.0" and "no CUDA wheel of torch 2.6.0 for linux-aarch64" in r.reason
+        for r in p.rejected
+    )
+
+
+def test_a_source_build_says_when_the_installed_toolkit_cannot_be_used() -> None:
+    facts = apply_what_if(
+        blank_facts("linux"),
+        WhatIf(os="linux", gpus=("RTX 2080",), python="3.12", cuda_toolkits=("10.2",)),
+        kb,
+    )
+    p = make_plan(facts, kb, PlanOptions(prefer="source"))
+    found = next(f for f in p.findings if f.category == "toolkit-torch-cuda-mismatch")
+    assert "CUDA 10.2" in found.message
+    assert "CUDA_HOME" in found.fix

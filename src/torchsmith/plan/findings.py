@@ -185,6 +185,19 @@ def _toolkits(
                     source=tk.sources[1] if len(tk.sources) > 1 else tk.sources[0],
                 )
             )
+    if source is not None and source.installed_toolkit_ok is False:
+        installed = ", ".join(machine.cuda_toolkits)
+        out.append(
+            Finding(
+                category="toolkit-torch-cuda-mismatch",
+                severity="warning" if rec.kind != "source" else "error",
+                message=f"the installed CUDA {installed} is not among the toolkits a source build "
+                f"of torch {source.torch} can use here ({source.toolkit_span}), and the build "
+                "takes the toolkit CUDA_HOME or the PATH points at",
+                fix=f"install CUDA {source.toolkit} and set CUDA_HOME to it before building",
+                subject="cuda",
+            )
+        )
     return out
 
 

@@ -113,7 +113,14 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     )
     source = None
     arch_blocked = any(r.category == "arch-not-compiled" for r in rejected)
-    if nvidia and (options.prefer == "source" or (not viable and arch_blocked)):
+    # releases with no CUDA wheel for this platform at all (linux-aarch64 before sbsa wheels)
+    platform_blocked = any(
+        not any(w.cuda for w in kb.wheels_for(r.version, planned.os, planned.arch))
+        for r in releases
+    )
+    if nvidia and (
+        options.prefer == "source" or (not viable and (arch_blocked or platform_blocked))
+    ):
         source = plan_source_build(
             machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
         )
@@ -313,6 +320,17 @@ def _cuda_choices(
     platform = platform_of(machine)
     default = release.pypi_default.get(platform)
     wheels = [w for w in kb.wheels_for(release.version, machine.os, machine.arch) if w.cuda]
+    if not wheels:
+        rejected.append(
+            Rejection(
+                release.version,
+                None,
+                "other",
+                f"the knowledge base lists no CUDA wheel of torch {release.version} for {platform}",
+                release.sources,
+            )
+        )
+        return []
     # Wheels with native code (SASS) for every GPU first: PTX JIT from an older architecture
     # starts slowly and runs without the CUDA libraries' kernels for the GPU (an RTX 5090 on
     # cu118's PTX). Then the PyPI default (the simplest command), then variants whose CUDA the
