@@ -360,3 +360,10 @@ def test_a_source_build_says_when_the_installed_toolkit_cannot_be_used() -> None
     found = next(f for f in p.findings if f.category == "toolkit-torch-cuda-mismatch")
     assert "CUDA 10.2" in found.message
     assert "CUDA_HOME" in found.fix
+
+
+def test_a_family_name_shorter_than_its_models_is_found_when_they_agree() -> None:
+    gpu = kb.find_gpu("RTX PRO 6000")  # three Blackwell editions, all sm_120
+    assert gpu is not None
+    assert gpu.compute_capability == "12.0"
+    assert kb.find_gpu("RTX 50") is None  # not a prefix of whole words

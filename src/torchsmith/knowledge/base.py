@@ -120,6 +120,13 @@ class Knowledge:
             prefix = " ".join(tokens[:n])
             if prefix in self._gpu_index and re.search(r"\d", prefix):
                 return self._gpu_index[prefix]
+        # A family name shorter than every model's ("RTX PRO 6000" for the RTX PRO 6000
+        # Blackwell editions): taken when all the models it starts share one compute capability.
+        if re.search(r"\d", key):
+            models = {id(m): m for k, m in self._gpu_index.items() if k.startswith(key + " ")}
+            if len({m.compute_capability for m in models.values()}) == 1:
+                first = next(iter(models.values()))
+                return dataclasses.replace(first, name=name.strip(), aliases=())
         return None
 
     def suggest_gpus(self, name: str, limit: int = 5) -> list[str]:
