@@ -283,7 +283,9 @@ def test_with_nothing_verified_left_the_unestablished_wheel_is_named_by_its_sibl
     assert windows is not None
     assert windows.archs is None
     p = plan("windows", "RTX 5070", "581.57", None, python="3.15")
-    assert p.recommendation.kind == "none"
+    # a 2.15 source build is planned, and the wheel that probably serves is named first
+    assert (p.recommendation.kind, p.recommendation.torch) == ("source", "2.15.0")
+    assert p.recommendation.reasons[0].startswith("before building, try a wheel:")
     hint = next(r for r in p.recommendation.reasons if "may serve it" in r)
     assert "torch 2.15.0+cu132" in hint
     assert "on its linux-x86_64 wheels the NVIDIA GeForce RTX 5070 runs its sm_120 code" in hint

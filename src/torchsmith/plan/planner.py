@@ -118,8 +118,11 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         not any(w.cuda for w in kb.wheels_for(r.version, planned.os, planned.arch))
         for r in releases
     )
+    # wheels whose arch lists are not established (a new release's Windows wheels)
+    unverified = any(r.category == "other" and (r.variant or "").startswith("cu") for r in rejected)
     if nvidia and (
-        options.prefer == "source" or (not viable and (arch_blocked or platform_blocked))
+        options.prefer == "source"
+        or (not viable and (arch_blocked or platform_blocked or unverified))
     ):
         source = plan_source_build(
             machine=planned, kb=kb, options=options, releases=releases, nvidia=nvidia
@@ -139,6 +142,14 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
             + _unestablished_hint(planned, kb, rejected, nvidia)
             + _no_source_reason(planned, kb, releases, nvidia),
         )
+    elif recommendation.kind == "source" and options.prefer != "source":
+        # a wheel that probably serves the GPU saves hours of building: say so first
+        hint = _unestablished_hint(planned, kb, rejected, nvidia)
+        if hint:
+            recommendation = replace(
+                recommendation,
+                reasons=(f"before building, try a wheel: {hint[0]}", *recommendation.reasons),
+            )
     if len(nvidia) > 1 and recommendation.kind in ("none", "source"):
         recommendation = replace(
             recommendation,
