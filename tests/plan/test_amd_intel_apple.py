@@ -230,3 +230,13 @@ def test_an_unserved_amd_igpu_beside_a_served_board_is_hidden_not_overridden() -
     )
     both = make_plan(replace(blank_facts("linux"), gpus=rdna2), kb, PlanOptions())
     assert any("HSA_OVERRIDE_GFX_VERSION=10.3.0" in r for r in both.recommendation.reasons)
+
+
+def test_an_intel_mac_on_a_python_newer_than_its_last_torch_is_told_which_pythons() -> None:
+    facts = apply_what_if(
+        blank_facts("macos"), WhatIf(os="macos", arch="x86_64", python="3.13"), kb
+    )
+    rec = make_plan(facts, kb, PlanOptions()).recommendation
+    assert rec.kind == "none"
+    assert rec.reasons[0].startswith("torch 2.2.2 is the newest release with macos-x86_64 wheels")
+    assert "3.12" in rec.reasons[0]

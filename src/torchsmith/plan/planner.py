@@ -135,6 +135,8 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         source=source,
         nvidia=nvidia,
     )
+    if recommendation.kind == "none":
+        recommendation = _python_for_platform(planned, recommendation, releases, options)
     if recommendation.kind == "none" and nvidia:
         recommendation = replace(
             recommendation,
@@ -862,6 +864,29 @@ def _rank_alternatives(viable: list[Recommendation]) -> list[Recommendation]:
     newest_minor = ".".join((first[0].torch or "").split(".")[:2])
     same = [r for r in rest if (r.torch or "").startswith(newest_minor + ".")]
     return [first[0], *same, *first[1:]]
+
+
+def _python_for_platform(
+    machine: MachineFacts,
+    rec: Recommendation,
+    releases: list[TorchRelease],
+    options: PlanOptions,
+) -> Recommendation:
+    """Where no release with wheels for the platform has one for this Python, the Pythons the
+    newest of them has (torch 2.2.2, the last for Intel Macs, stops at Python 3.12)."""
+    platform = platform_of(machine)
+    shipping = [r for r in releases if r.python.get(platform)]
+    if machine.python is None or not shipping or any(_ships(r, machine) for r in shipping):
+        return rec
+    newest = shipping[0]
+    tags = newest.python[platform]
+    plain = [t for t in tags if not t.endswith("t")] or list(tags)
+    first = (
+        f"torch {newest.version} is the newest release{_within(options)} with {platform} wheels, "
+        f"and it has them for Python {', '.join(tags)}, not {machine.python}: use one of those "
+        f"(a venv: uv venv -p {plain[-1]})"
+    )
+    return replace(rec, reasons=(first, *rec.reasons[1:]))
 
 
 def _why_nothing(
