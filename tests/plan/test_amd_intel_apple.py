@@ -240,3 +240,10 @@ def test_an_intel_mac_on_a_python_newer_than_its_last_torch_is_told_which_python
     assert rec.kind == "none"
     assert rec.reasons[0].startswith("torch 2.2.2 is the newest release with macos-x86_64 wheels")
     assert "3.12" in rec.reasons[0]
+
+
+def test_where_no_build_can_use_the_gpu_the_cpu_wheel_commands_are_given() -> None:
+    rec = plan("windows", "Radeon RX 7900 XTX").recommendation
+    assert rec.kind == "none"
+    assert set(rec.commands) == {"uv, CPU only", "pip, CPU only"}
+    assert "--index-url" not in rec.commands["pip, CPU only"]  # Windows' PyPI torch is the CPU one

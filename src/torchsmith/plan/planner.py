@@ -98,7 +98,8 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     nvidia = tuple(g for g in machine.gpus if g.vendor == "nvidia")
     impossible = _impossible(machine, nvidia)
     if impossible is not None:
-        return replace(base, recommendation=_none(impossible))
+        rec = _with_cpu_commands(_none(impossible), kb, options, releases, machine)
+        return replace(base, recommendation=rec)
     if any(g.jetson for g in nvidia):
         return _jetson_plan(
             base=base, machine=machine, kb=kb, options=options, releases=releases, nvidia=nvidia
@@ -137,6 +138,8 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
     )
     if recommendation.kind == "none":
         recommendation = _python_for_platform(planned, recommendation, releases, options)
+        if not nvidia and machine.gpus:  # an AMD or Intel GPU no wheel can use here
+            recommendation = _with_cpu_commands(recommendation, kb, options, releases, planned)
     if recommendation.kind == "none" and nvidia:
         recommendation = replace(
             recommendation,
@@ -864,6 +867,24 @@ def _rank_alternatives(viable: list[Recommendation]) -> list[Recommendation]:
     newest_minor = ".".join((first[0].torch or "").split(".")[:2])
     same = [r for r in rest if (r.torch or "").startswith(newest_minor + ".")]
     return [first[0], *same, *first[1:]]
+
+
+def _with_cpu_commands(
+    rec: Recommendation,
+    kb: Knowledge,
+    options: PlanOptions,
+    releases: list[TorchRelease],
+    machine: MachineFacts,
+) -> Recommendation:
+    """No build can use the GPU here: the commands for the CPU wheel that does run, labelled so."""
+    release = next(
+        (r for r in releases if _ships(r, machine) and r.python.get(platform_of(machine))), None
+    )
+    if release is None:
+        return rec
+    cpu = _cpu_choice(kb, options, release, machine)
+    what = "no CUDA, MPS" if machine.os == "macos" else "CPU only"
+    return replace(rec, commands={f"{name}, {what}": line for name, line in cpu.commands.items()})
 
 
 def _python_for_platform(
