@@ -247,3 +247,22 @@ def test_where_no_build_can_use_the_gpu_the_cpu_wheel_commands_are_given() -> No
     assert rec.kind == "none"
     assert set(rec.commands) == {"uv, CPU only", "pip, CPU only"}
     assert "--index-url" not in rec.commands["pip, CPU only"]  # Windows' PyPI torch is the CPU one
+
+
+def test_a_jetson_plans_for_aarch64_linux_and_refuses_another_platform() -> None:
+    facts = apply_what_if(blank_facts("linux"), WhatIf(gpus=("Jetson Orin",)), kb)
+    assert (facts.os, facts.arch) == ("linux", "aarch64")
+    with pytest.raises(UsageError, match="aarch64 Linux board"):
+        apply_what_if(blank_facts("linux"), WhatIf(gpus=("Jetson Orin",), arch="x86_64"), kb)
+
+
+def test_a_mac_plan_names_the_wheel_without_a_cpu_tag() -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    from torchsmith.render.plan import render_plan  # noqa: PLC0415
+
+    console = Console(record=True, width=200)
+    render_plan(plan("macos", "Apple M2"), console)
+    text = console.export_text()
+    assert "install torch 2." in text
+    assert "+cpu" not in text

@@ -99,6 +99,18 @@ def apply_what_if(facts: MachineFacts, what: WhatIf, kb: Knowledge) -> MachineFa
     if what.gpus or what.ccs:
         gpus = resolve_gpus(what.gpus, what.ccs, kb)
         changes["gpus"] = gpus
+        jetson = next((g for g in gpus if g.jetson), None)
+        if jetson is not None:
+            # a Jetson is an aarch64 Linux board: plan for it, and refuse flags that cannot be
+            if (what.arch and norm_arch(what.arch) != "aarch64") or (
+                what.os and what.os != "linux"
+            ):
+                raise UsageError(
+                    f"--gpu {jetson.name!r} is a Jetson, an aarch64 Linux board: it cannot go "
+                    "with --os/--arch of another platform",
+                    tip="leave out --os and --arch, or give --os linux --arch aarch64",
+                )
+            changes["os"], changes["arch"] = "linux", "aarch64"
         if any(g.vendor == "apple" for g in gpus):
             # An Apple GPU is Apple silicon, and a Mac unless --os says otherwise.
             if what.os is None:

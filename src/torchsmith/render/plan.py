@@ -15,7 +15,7 @@ MAX_REJECTED_ROWS = 12
 
 def render_plan(plan: Plan, console: Console) -> None:
     console.print(f"[dim]{escape(_machine(plan.machine))}[/dim]")
-    _recommendation(plan.recommendation, console)
+    _recommendation(plan.recommendation, plan.machine.os, console)
     if plan.source_build is not None:
         b = plan.source_build
         console.print(
@@ -27,7 +27,7 @@ def render_plan(plan: Plan, console: Console) -> None:
             f"{b.host_compilers(plan.machine.os)}"
         )
     if plan.alternatives:
-        alts = ", ".join(_label(a) for a in plan.alternatives)
+        alts = ", ".join(_label(a, plan.machine.os) for a in plan.alternatives)
         console.print(f"[bold]alternatives[/bold]: {escape(alts)}")
     for f in plan.findings:
         style = SEVERITY_STYLE.get(f.severity, "")
@@ -56,19 +56,21 @@ def _gpu(name: str, what: str | None) -> str:
     return name if what in name else f"{name} ({what})"
 
 
-def _label(rec: Recommendation) -> str:
+def _label(rec: Recommendation, os_name: str) -> str:
     if rec.kind == "source":
         return f"torch {rec.torch} from source"
+    if os_name == "macos":  # one macOS wheel per release: CPU and, on Apple silicon, MPS
+        return f"torch {rec.torch}"
     return f"torch {rec.torch}+{rec.variant}"
 
 
-def _recommendation(rec: Recommendation, console: Console) -> None:
+def _recommendation(rec: Recommendation, os_name: str, console: Console) -> None:
     if rec.kind == "none":
         console.print("[bold red]no working install found[/bold red]")
     else:
         where = rec.index_url or ("PyPI" if rec.kind in ("wheel", "cpu") else None)
         suffix = f" [dim]({where})[/dim]" if where else ""
-        console.print(f"[bold green]install {escape(_label(rec))}[/bold green]{suffix}")
+        console.print(f"[bold green]install {escape(_label(rec, os_name))}[/bold green]{suffix}")
     for reason in rec.reasons:
         console.print(f"  • {escape(reason)}")
     for name, command in rec.commands.items():
