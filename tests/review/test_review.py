@@ -376,3 +376,22 @@ def test_a_toolkit_too_new_for_the_gpu_is_told_the_range_that_can(
     ]
     assert len(fixes) == 2
     assert all("CUDA 11.7 to 12.9 (CUDA 13.0 dropped sm_61)" in fix for fix in fixes)
+
+
+def test_emit_refuses_a_script_for_another_machine_or_shell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The script holds this machine's paths and toolkit: no cmd script from a Linux machine, and
+    no script at all for a probe of another OS."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton", tree)
+    probe = Path(__file__).parents[1] / "fixtures" / "h200-linux" / "doctor.json"
+    argv = ["review", str(FIXTURES / "rtx5070-cuda12.9.sh"), "--tree", str(tree)]
+    assert main([*argv, "--probe", str(probe), "--emit", "cmd"]) == 2
+    assert "--emit cmd does not run on linux" in capsys.readouterr().err
+    data = json.loads(probe.read_text())
+    data["data"]["host"]["os"] = "windows"
+    windows = tmp_path / "windows.json"
+    windows.write_text(json.dumps(data))
+    assert main([*argv, "--probe", str(windows), "--emit", "powershell"]) == 2
+    assert "the target is windows" in capsys.readouterr().err

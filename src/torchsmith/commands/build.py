@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from torchsmith.build.model import BuildConfig
-from torchsmith.commands.common import console, emit, emit_options, json_option
+from torchsmith.commands.common import (
+    check_script_shell,
+    console,
+    emit,
+    emit_options,
+    json_option,
+)
 from torchsmith.errors import InputError, UsageError
 
 
@@ -33,7 +39,10 @@ def _shared_cache(config: BuildConfig, url: str) -> BuildConfig:
 
 
 def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: bool) -> None:
+    from torchsmith import platforms  # noqa: PLC0415
     from torchsmith.build.scripts import write_script  # noqa: PLC0415
+
+    check_script_shell(shell, platforms.current_os())  # the configuration is this machine's
 
     text = write_script(config, shell, output)  # type: ignore[arg-type]
     if output is None:

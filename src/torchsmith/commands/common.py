@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from torchsmith import envelope
+from torchsmith.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,6 +96,26 @@ def emit_options(help_text: str) -> Callable[[F], F]:
             help="Where --emit writes.",
         ),
     )
+
+
+def check_script_shell(shell: str, target_os: str) -> None:
+    """A standalone script runs on the machine its configuration was made for (its paths, its
+    toolkit): bash for Linux and macOS, PowerShell or cmd for Windows."""
+    from torchsmith import platforms  # noqa: PLC0415
+
+    here = platforms.current_os()
+    if target_os != here:
+        raise UsageError(
+            f"--emit writes a script for this machine ({here}), and the target is {target_os}: "
+            "its paths and toolkit would be this machine's",
+            tip="run torchsmith there with --emit (torchsmith doctor --json gives its probe)",
+        )
+    fits = ("powershell", "cmd") if here == "windows" else ("bash",)
+    if shell not in fits:
+        raise UsageError(
+            f"--emit {shell} does not run on {here}",
+            tip=f"use --emit {' or --emit '.join(fits)}",
+        )
 
 
 def console() -> Console:

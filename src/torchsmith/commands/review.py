@@ -11,7 +11,13 @@ import click
 if TYPE_CHECKING:
     from torchsmith.review import ReviewResult
 
-from torchsmith.commands.common import emit, emit_options, json_option, target_options
+from torchsmith.commands.common import (
+    check_script_shell,
+    emit,
+    emit_options,
+    json_option,
+    target_options,
+)
 from torchsmith.errors import InputError, UsageError
 
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
@@ -113,10 +119,12 @@ def _emit_corrected(
         from torchsmith.probe.io import load_probe  # noqa: PLC0415
 
         probe = load_probe(probe_file)
+        check_script_shell(shell, probe.host.os)
     else:
         from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
 
         probe = collect_probe(None, disk_path=tree)
+        check_script_shell(shell, probe.host.os)
     options = BuildOptions(targets=ccs, sets=sets, jobs=jobs)  # type: ignore[arg-type]
     config = prepare(tree.resolve(), probe, load_knowledge(), options).config
     text = write_script(config, shell, output)  # type: ignore[arg-type]
