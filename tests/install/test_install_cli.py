@@ -120,3 +120,31 @@ def test_ctrl_c_during_the_install_restores(
     latest = Ledger().latest(kind="install")
     assert latest is not None
     assert latest.status == "interrupted"
+
+
+def test_an_error_the_plan_reports_blocks_the_install_until_forced(
+    capsys: pytest.CaptureFixture[str], small_venv: Path
+) -> None:
+    # driver 470 cannot run an sm_120 GPU: installing any torch would not fix that
+    before = tree_hash(small_venv)
+    code = main(["install", "--venv", str(small_venv), "--cc", "12.0", "--driver", "470.10"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "cannot run the GPU" in err
+    assert "--force" in err
+    assert tree_hash(small_venv) == before
+    # a dry run shows the error and the plan
+    assert main(["install", "--dry-run", "--cc", "12.0", "--driver", "470.10"]) == 0
+    assert "cannot run the GPU" in capsys.readouterr().err
+
+
+def test_a_probe_of_another_os_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    probe = Path(__file__).parents[1] / "fixtures" / "h200-linux" / "doctor.json"
+    data = json.loads(probe.read_text())
+    data["data"]["host"]["os"] = "windows"
+    windows = tmp_path / "windows.json"
+    windows.write_text(json.dumps(data))
+    assert main(["install", "--dry-run", "--probe", str(windows)]) == 2
+    assert "describes a windows machine" in one_error(capsys)

@@ -41,6 +41,9 @@ def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--dry-run", is_flag=True, help="Print the exact commands; change nothing.")
 @click.option("--no-verify", is_flag=True, help="Skip `verify` after installing.")
 @click.option(
+    "--force", is_flag=True, help="Install even where the plan reports an error (a driver too old)."
+)
+@click.option(
     "--rollback",
     "rollback_id",
     is_flag=False,
@@ -60,6 +63,7 @@ def install(  # noqa: PLR0917
     installer: str | None,
     dry_run: bool,
     no_verify: bool,
+    force: bool,
     rollback_id: str | None,
     as_json: bool,
     **plan_inputs: Any,
@@ -92,9 +96,18 @@ def install(  # noqa: PLR0917
         from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
 
         python = resolve_python(python)  # no such interpreter: one line before anything else
-    rec = _recommendation(plan_file, python, venv, plan_inputs)
+    rec, errors = _recommendation(plan_file, python, venv, plan_inputs)
     err = console()
     err.file = sys.stderr
+    from rich.markup import escape  # noqa: PLC0415
+
+    for message, fix in errors:  # the plan's errors come first, on stderr (--json too)
+        err.print(f"[bold red]error[/bold red] {escape(message)}\n   fix: {escape(fix)}")
+    if errors and not dry_run and not force:
+        raise UsageError(
+            "the plan reports an error that this install would not fix",
+            tip="fix it first (above), or pass --force to install anyway",
+        )
     with progress(err) as on_step:
         result = executor.run_install(
             rec,
@@ -117,12 +130,27 @@ def install(  # noqa: PLR0917
 
 def _recommendation(
     plan_file: Path | None, python: str | None, venv: str | None, inputs: dict[str, Any]
-) -> Any:
+) -> tuple[Any, list[tuple[str, str]]]:
+    """The recommendation to install, and the plan's error findings (message, fix)."""
+    from torchsmith import platforms  # noqa: PLC0415
+    from torchsmith.errors import UsageError  # noqa: PLC0415
     from torchsmith.install import steps  # noqa: PLC0415
     from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
 
     if plan_file is not None:
-        return steps.load_plan_file(plan_file)
+        return steps.load_plan_file(plan_file), steps.plan_file_errors(plan_file)
+    probe_file = inputs.get("probe_file")
+    if probe_file is not None:
+        from torchsmith.probe.io import load_probe  # noqa: PLC0415
+
+        there = load_probe(probe_file).host.os
+        if there != platforms.current_os():
+            raise UsageError(
+                f"--probe {probe_file} describes a {there} machine, and install changes this one "
+                f"({platforms.current_os()})",
+                tip="run torchsmith install on that machine, or see its answer with "
+                "torchsmith plan --probe",
+            )
     target = python
     if target is None and venv is not None:
         exe = steps.venv_python(Path(venv))
@@ -136,4 +164,6 @@ def _recommendation(
         torch=inputs.get("torch_spec"),
         python=target,
     )
-    return plan_for(request).recommendation
+    plan = plan_for(request)
+    errors = [(f.message, f.fix) for f in plan.findings if f.severity == "error"]
+    return plan.recommendation, errors

@@ -22,6 +22,17 @@ from torchsmith.util import cmd
 HTTP_TIMEOUT_S = "10"
 
 
+def plan_file_errors(path: Path) -> list[tuple[str, str]]:
+    """The error findings (message, fix) of a plan file load_plan_file has read."""
+    data: Any = json.loads(path.read_text(encoding="utf-8"))
+    found = data.get("data", {}).get("findings") or []
+    return [
+        (str(f.get("message", "")), str(f.get("fix", "")))
+        for f in found
+        if isinstance(f, dict) and f.get("severity") == "error"
+    ]
+
+
 def load_plan_file(path: Path) -> Recommendation:
     """The recommendation of a ``torchsmith plan --json`` file; InputError when it is not one."""
     try:
