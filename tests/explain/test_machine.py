@@ -177,3 +177,23 @@ def test_a_container_without_the_uvm_node_explains_the_corpus_log() -> None:
     (lead,) = result.diagnoses
     assert lead.category == "no-gpu-visible"
     assert "but no /dev/nvidia-uvm" in lead.evidence[-1]
+
+
+def test_the_probe_gpu_tailors_a_fix_only_for_a_log_of_that_gpu() -> None:
+    from torchsmith.explain.context import context_from_probe  # noqa: PLC0415
+
+    probe = load_probe(Path(__file__).parents[1] / "fixtures" / "h200-linux" / "doctor.json")
+    context = context_from_probe(probe)
+    assert context["gpu_sm"] == "sm_90"
+    warning = (
+        "{gpu} with CUDA capability {sm} is not compatible with the current PyTorch installation.\n"
+        "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80.\n"
+    )
+    # a log from a laptop with an RTX 5070: the H200's sm_90 must not be given as its arch
+    other = explain_text(
+        warning.format(gpu="NVIDIA GeForce RTX 5070 Laptop GPU", sm="sm_120"), context=context
+    )
+    assert "sm_90" not in other.diagnoses[0].fix
+    # a log of the probe's own GPU: its facts tailor the fix
+    own = explain_text(warning.format(gpu=context["gpu_name"], sm="sm_90"), context=context)
+    assert context["wheel_variant"] in own.diagnoses[0].fix

@@ -256,6 +256,7 @@ def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
             values.setdefault(key, value)
     values.update(derive_values(rule.derive, values, load_tables()))
     computed = dict(values)
+    context = _same_gpu_context(values, context)
     ram = context.get("ram_gb")
     if ram and "gb_per_job" in rule.params:
         computed["max_jobs"] = str(max_jobs(float(ram), rule.params["gb_per_job"]))
@@ -287,6 +288,30 @@ def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
         related=tuple(m.rule.id for m in others),
         source=rule.source,
     )
+
+
+_GPU_CONTEXT = ("gpu_name", "gpu_cc", "gpu_sm", "wheel_variant", "index_url")
+
+
+def _same_gpu_context(values: Mapping[str, str], context: Mapping[str, str]) -> Mapping[str, str]:
+    """The machine's GPU facts only where the log's GPU is that GPU: a log from another machine
+    (its GPU named, or its sm_XY) must not get the probe's GPU (an RTX 5070 told it is sm_90)."""
+    if not any(k in context for k in _GPU_CONTEXT):
+        return context
+    named, mine = values.get("gpu_name"), context.get("gpu_name")
+    arch, my_sm = values.get("arch", ""), context.get("gpu_sm")
+    other_name = bool(named and mine) and not _names_match(str(named), str(mine))
+    other_arch = bool(arch.startswith("sm_") and my_sm) and arch.rstrip("a") != my_sm
+    if not (other_name or other_arch):
+        return context
+    return {k: v for k, v in context.items() if k not in _GPU_CONTEXT}
+
+
+def _names_match(a: str, b: str) -> bool:
+    """Two GPU names for one model ("RTX 5070" and "NVIDIA GeForce RTX 5070")."""
+    noise = {"nvidia", "geforce", "gpu", "graphics", "(tm)", "(r)"}
+    words = [{w for w in n.lower().split() if w not in noise} for n in (a, b)]
+    return bool(words[0] and words[1]) and (words[0] <= words[1] or words[1] <= words[0])
 
 
 def explain_files(
