@@ -94,7 +94,7 @@ def test_context_tailors_the_fix() -> None:
     log = "c++: fatal error: Killed signal terminated program cc1plus\n"
     fix = explain_text(log, context={"ram_gb": "16"}).diagnoses[0].fix
     assert "16 GB" in fix
-    assert "MAX_JOBS=5" in fix  # 16 GB at 3 GB per job
+    assert "MAX_JOBS=2" in fix  # (16 - 4 GB kept) // 5 GB per CUDA job: build's budget
     plain = explain_text(log).diagnoses[0].fix
     assert "MAX_JOBS=4" in plain
 

@@ -7,7 +7,6 @@ or a lookup table from the rule files, keyed by the value itself ("format"), or 
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
@@ -56,8 +55,3 @@ def derive_values(
         if result is not None:
             out[name] = result
     return out
-
-
-def max_jobs(ram_gb: float, gb_per_job: float) -> int:
-    """Parallel compile jobs that fit in ``ram_gb`` at ``gb_per_job`` each (at least 1)."""
-    return max(1, math.floor(ram_gb / gb_per_job))

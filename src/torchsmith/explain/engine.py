@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from torchsmith.explain import parallel
-from torchsmith.explain.derive import derive_values, max_jobs
+from torchsmith.explain.derive import derive_values
 from torchsmith.explain.model import (
     Basis,
     Diagnosis,
@@ -20,6 +20,7 @@ from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
 from torchsmith.explain.scanner import Hit, Scanner
+from torchsmith.knowledge.build_facts import load_build_facts
 
 MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
@@ -258,8 +259,12 @@ def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
     computed = dict(values)
     context = _same_gpu_context(values, context)
     ram = context.get("ram_gb")
-    if ram and "gb_per_job" in rule.params:
-        computed["max_jobs"] = str(max_jobs(float(ram), rule.params["gb_per_job"]))
+    if ram and "build_jobs" in rule.params:
+        # the one budget build, preflight, review and doctor advise MAX_JOBS from
+        facts = load_build_facts()
+        cuda = bool(rule.params["build_jobs"])
+        computed["max_jobs"] = str(facts.jobs_that_fit(float(ram), cuda=cuda))
+        computed["job_gb"] = f"{facts.job_gb(cuda):g}"
     filled = _Values({**rule.defaults, **computed})
     fix = rule.fix.format_map(filled)
     available = {**rule.defaults, **context, **computed}

@@ -290,8 +290,8 @@ def _compile(patterns: tuple[str, ...], where: str) -> tuple[re.Pattern[str], ..
 
 def _check_templates(rule: Rule, where: str) -> None:
     known = rule.captures | set(rule.defaults) | set(rule.derive)
-    if "gb_per_job" in rule.params:
-        known |= {"max_jobs"}
+    if "build_jobs" in rule.params:
+        known |= {"max_jobs", "job_gb"}
     for template in (rule.explanation, rule.fix):
         unknown = template_fields(template) - known
         if unknown:
