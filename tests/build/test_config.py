@@ -14,7 +14,7 @@ from torchsmith.build.options import BuildOptions
 from torchsmith.build.tree import tree_options
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.probe.model import Probe, ToolInfo
+from torchsmith.probe.model import GpuInfo, Probe, ToolInfo
 from torchsmith.util.cmd import windows_command_line
 
 from .conftest import PROJECTS, no_gpu, rtx5070_windows, with_ram
@@ -279,3 +279,17 @@ def test_a_visual_studio_path_cmd_would_change_is_not_called(kb: Knowledge, odd:
     finding = next(f for f in c.findings if f.subject == "msvc")
     assert odd in finding.message
     assert "x64 Native Tools Command Prompt" in finding.fix
+
+
+def test_an_amd_or_intel_gpu_is_told_build_does_cuda_builds(kb: Knowledge, h200: Probe) -> None:
+    from torchsmith.build.targets import resolve_targets  # noqa: PLC0415
+
+    with pytest.raises(UsageError, match="not an NVIDIA GPU"):
+        resolve_targets(no_gpu(h200), kb, BuildOptions(gpus=("Radeon RX 7900 XTX",)))
+    amd = dataclasses.replace(
+        h200,
+        gpus=(GpuInfo(index=0, name="AMD Radeon RX 7900 XTX", vendor="amd", gfx="gfx1100"),),
+    )
+    found = resolve_targets(amd, kb, BuildOptions()).findings
+    assert "AMD or Intel GPU" in found[0].message
+    assert "RTX 5070" not in found[0].fix

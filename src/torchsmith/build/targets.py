@@ -39,6 +39,12 @@ def resolve_targets(
         ccs.setdefault(norm, f"--cc {norm}")
     for name in options.gpus:
         model = kb.find_gpu(name)
+        if model is None and (kb.find_amd_gpu(name) or kb.find_intel_gpu(name)):
+            raise UsageError(
+                f"--gpu {name!r} is not an NVIDIA GPU: torchsmith build sets up CUDA builds "
+                "(TORCH_CUDA_ARCH_LIST), not ROCm or XPU ones",
+                tip="torchsmith plan --gpu NAME gives the prebuilt ROCm or xpu wheel for it",
+            )
         if model is None:
             near = kb.suggest_gpus(name)
             raise UsageError(
@@ -55,12 +61,14 @@ def resolve_targets(
                 ccs.setdefault(gpu[1], f"{gpu[0]} ({gpu[1]})")
         if ccs:
             return _targets(ccs, "probe files")
-        return Targets((), (), "probe files", (_no_gpu("the probe files list"),))
+        others = [g for p in fleet for g in p.gpus if g.vendor in ("amd", "intel")]
+        return Targets((), (), "probe files", (_no_gpu("the probe files list", bool(others)),))
     for name, cc in _nvidia(probe):
         ccs.setdefault(cc, f"{name} ({cc})")
     if ccs:
         return _targets(ccs, "this machine")
-    return Targets((), (), "this machine", (_no_gpu("this machine shows"),))
+    others = [g for g in probe.gpus if g.vendor in ("amd", "intel")]
+    return Targets((), (), "this machine", (_no_gpu("this machine shows", bool(others)),))
 
 
 def _nvidia(probe: Probe) -> list[tuple[str, str]]:
@@ -76,7 +84,17 @@ def _targets(ccs: dict[str, str], origin: str) -> Targets:
     return Targets(tuple(order), tuple(ccs[c] for c in order), origin)
 
 
-def _no_gpu(where: str) -> Finding:
+def _no_gpu(where: str, other_vendor: bool = False) -> Finding:
+    if other_vendor:  # an AMD or Intel GPU: this builder does CUDA builds only
+        return Finding(
+            category="no-gpu-visible",
+            severity="error",
+            message=f"{where} an AMD or Intel GPU and no NVIDIA GPU: torchsmith build sets up "
+            "CUDA builds (TORCH_CUDA_ARCH_LIST), not ROCm or XPU ones",
+            fix="for this GPU, install the prebuilt ROCm or xpu wheel (torchsmith plan); to build "
+            "for NVIDIA GPUs elsewhere, name them: --gpu NAME or --cc X.Y",
+            subject="targets",
+        )
     return Finding(
         category="no-gpu-visible",
         severity="error",
