@@ -176,7 +176,7 @@ def _python_reason(options: BuildOptions, probe: Probe) -> str:
     if options.python:
         return "given with --python"
     if probe.python:
-        return "the target interpreter the probe read (the one whose torch the build links)"
+        return "this machine's interpreter, as probed here (the one whose torch the build links)"
     return "no interpreter in the probe: python3 from PATH"
 
 
