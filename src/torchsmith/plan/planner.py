@@ -642,7 +642,7 @@ def _xpu_choices(
         + ", ".join(f"the {g.name}, an {g.architecture} GPU," for g in served)
         + f" on {machine.os}",
         f"xpu wheels come from {index_url('xpu')}, and they need Intel's GPU driver "
-        "(on Linux, the intel-level-zero and compute runtime packages)",
+        "(on Linux, its Level Zero GPU runtime: on Ubuntu intel-level-zero-gpu and libze1)",
     ]
     if unsupported:
         names = " and ".join(f"the {g.name}" for g, _, _ in unsupported)
