@@ -131,12 +131,11 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         explain_files([str(tmp_path)])
 
 
-def test_empty_file_is_healthy(tmp_path: Path) -> None:
+def test_an_empty_file_is_bad_input_not_a_healthy_log(tmp_path: Path) -> None:
     log = tmp_path / "empty.log"
     log.write_bytes(b"")
-    result = explain_files([str(log)])
-    assert result.healthy
-    assert result.inputs[0].lines == 0
+    with pytest.raises(InputError, match="is empty"):
+        explain_files([str(log)])
 
 
 def test_several_files_name_the_file(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ def test_bare_data_object_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "is not JSON"),
+        (b"", "is empty"),
+        (b"  \n", "is empty"),
         (b"\x00\x01\x02\xff\xfe binary", "is not JSON"),
         (b"[1, 2, 3]", "not a JSON object"),
         (b'{"schema": "torchsmith/plan", "schema_version": 1, "ok": true}', "not a probe"),

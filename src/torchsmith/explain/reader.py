@@ -49,6 +49,14 @@ def open_log(name: str) -> Stream:
         head = handle.read(SNIFF_SIZE)
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror})") from None
+    if not head:
+        if close:
+            handle.close()
+        shown = "standard input" if name == "-" else name
+        raise InputError(
+            f"{shown} is empty: there is no log to explain",
+            tip="capture both output streams of the run: cmd > log.txt 2>&1",
+        )
     encoding, bom = sniff_encoding(head)
     if encoding == "binary":
         if close:

@@ -27,6 +27,8 @@ def load_probe(path: str | Path) -> Probe:
 
 def parse_probe(raw: bytes | str, name: str = "<probe>") -> Probe:
     tip = "make one with: torchsmith doctor --json > probe.json"
+    if not raw.strip():
+        raise ProbeFileError(f"{name} is empty", tip=tip)
     try:
         doc: Any = json.loads(raw)
     except RecursionError:
