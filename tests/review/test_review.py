@@ -40,6 +40,7 @@ EXPECTED = {
         5: {"toolkit-too-old-for-arch"},  # set CUDA_PATH=%CUDA_HOME%
         6: {"arch-not-compiled"},  # TORCH_CUDA_ARCH_LIST=8.9
         7: {"stale-build-cache"},  # USE_DISTRIBUTED=0 (info: clean when switching)
+        8: {"other"},  # USE_NCCL=1: PyTorch's CMake turns NCCL off on Windows
         9: {"compile-oom"},  # MAX_JOBS=18 on 32 GB
         14: {"arch-not-compiled"},  # -DCMAKE_CUDA_ARCHITECTURES=89 (PTX only)
         15: {"toolkit-too-old-for-arch"},  # -DCUDA_TOOLKIT_ROOT_DIR
@@ -395,3 +396,11 @@ def test_emit_refuses_a_script_for_another_machine_or_shell(
     windows.write_text(json.dumps(data))
     assert main([*argv, "--probe", str(windows), "--emit", "powershell"]) == 2
     assert "the target is windows" in capsys.readouterr().err
+
+
+def test_a_switch_cmake_turns_off_on_windows_is_read_from_the_tree_too() -> None:
+    from torchsmith.review.switches import from_knowledge, from_tree  # noqa: PLC0415
+
+    skeleton = Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton"
+    assert from_tree(skeleton).platform_off["USE_NCCL"] == ("windows", "macos")
+    assert from_knowledge().platform_off["USE_NCCL"] == ("windows", "macos")

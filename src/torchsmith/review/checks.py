@@ -403,6 +403,20 @@ def check_switches(
             + (f" (did you mean {verdict.suggestion}?)" if verdict.suggestion else ""),
             source=switches.source,
         )
+    os_name = target.facts.os
+    for key, setting in effective.items():
+        if os_name in switches.platform_off.get(key, ()) and _is_on(setting.value):
+            yield _at(
+                setting.line,
+                config,
+                key,
+                "other",
+                "warning",
+                f"{key}={setting.value} has no effect on {os_name}: PyTorch's CMake turns it off "
+                f"there (its condition needs {'Linux' if os_name == 'windows' else 'not macOS'})",
+                f"remove {key}",
+                source=switches.source,
+            )
     for parent, children in switches.dependents.items():
         parent_setting = effective.get(parent)
         if parent_setting is None or not _is_off(parent_setting.value):

@@ -40,6 +40,9 @@ class BuildSwitches:
     ignored: dict[str, str] = field(default_factory=dict)  # name -> why it does nothing
     dependents: dict[str, tuple[str, ...]] = field(default_factory=dict)  # parent -> children
     source: str | None = None
+    # name -> the OSes where its cmake_dependent_option condition forces it off (USE_NCCL's
+    # "...;UNIX;NOT APPLE": windows and macos)
+    platform_off: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @staticmethod
     def is_switch_name(name: str) -> bool:
@@ -87,6 +90,7 @@ def from_knowledge() -> BuildSwitches:
         ignored=ignored,
         dependents=_dependents(options.get("depends_on", {})),
         source=str(options["source"]),
+        platform_off={k: tuple(v) for k, v in options.get("platform_off", {}).items()},
     )
 
 
@@ -114,6 +118,21 @@ def parse_cmake_dependencies(text: str) -> dict[str, list[str]]:
     return depends_on
 
 
+def parse_cmake_platforms(text: str) -> dict[str, tuple[str, ...]]:
+    """cmake_dependent_option(NAME ... "...;UNIX;NOT APPLE" ...): the OSes that force NAME off."""
+    out: dict[str, tuple[str, ...]] = {}
+    for match in _OPTION.finditer(text):
+        words = [w.strip() for w in (match.group(2) or "").split(";")]
+        off = []
+        if "UNIX" in words or "NOT WIN32" in words:
+            off.append("windows")
+        if "NOT APPLE" in words:
+            off.append("macos")
+        if off:
+            out[match.group(1)] = tuple(off)
+    return out
+
+
 def from_tree(tree: Path) -> BuildSwitches:
     """The switches a source tree defines (build.tree.tree_options: its CMake option()s and the
     environment names its setup reads), with the dependencies and FORCEd values its CMake sets."""
@@ -128,12 +147,14 @@ def from_tree(tree: Path) -> BuildSwitches:
     names = set(tree_options(Project(str(tree.resolve()), "pytorch", "setup.py")))
     forced: dict[str, str] = {}
     depends_on: dict[str, list[str]] = {}
+    platform_off: dict[str, tuple[str, ...]] = {}
     for path in [top, *sorted((tree / "cmake").glob("*.cmake"))]:
         try:
             text = path.read_text("utf-8", errors="replace")
         except OSError as exc:
             raise InputError(f"--tree {tree}: cannot read {path.name}: {exc.strerror}") from exc
         depends_on.update(parse_cmake_dependencies(text))
+        platform_off.update(parse_cmake_platforms(text))
         for name in _FORCED.findall(text):
             forced[name] = (
                 f"{path.relative_to(tree)} forces it (CACHE ... FORCE), so any value you pass "
@@ -150,4 +171,5 @@ def from_tree(tree: Path) -> BuildSwitches:
         ignored=ignored,
         dependents=_dependents(depends_on),
         source=None,
+        platform_off=platform_off,
     )
