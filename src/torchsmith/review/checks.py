@@ -557,7 +557,32 @@ def check_cmd_quotes(
             )
 
 
+def check_platform(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    """A Windows script judged against a Linux machine (or the reverse) gets that machine's
+    facts: say so once, so the findings below are read for what they are."""
+    os_name = target.facts.os
+    windows_script = config.dialect in ("cmd", "powershell")
+    if windows_script == (os_name == "windows"):
+        return
+    if windows_script:
+        message = (
+            f"this is a {config.dialect} script, which runs on Windows, and the target machine "
+            f"is {os_name}: the findings below use that machine's facts"
+        )
+        fix = "review it with the probe of the Windows machine that runs it (doctor --json there)"
+    else:
+        message = (
+            "this is a bash script, and the target machine is Windows: under WSL the build runs "
+            "on Linux, with WSL's toolkit and compiler"
+        )
+        fix = "review it with a probe taken inside WSL (torchsmith doctor --json run there)"
+    yield _at(None, config, None, "other", "warning", message, fix)
+
+
 CHECKS: tuple[Check, ...] = (
+    check_platform,
     check_cmd_quotes,
     check_archs,
     check_toolkit,
