@@ -405,3 +405,23 @@ def test_a_switch_cmake_turns_off_on_windows_is_read_from_the_tree_too() -> None
     skeleton = Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton"
     assert from_tree(skeleton).platform_off["USE_NCCL"] == ("windows", "macos")
     assert from_knowledge().platform_off["USE_NCCL"] == ("windows", "macos")
+
+
+def test_a_cuda_build_reviewed_against_an_amd_gpu_says_it_cannot_use_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, envelope = _review(
+        capsys,
+        str(FIXTURES / "rtx5070-cuda12.9.sh"),
+        "--gpu",
+        "Radeon RX 7900 XTX",
+        "--os",
+        "linux",
+    )
+    messages = [
+        item["finding"]["message"]
+        for section in envelope["data"]["sections"]
+        for item in section["findings"]
+        if item["line"] is None
+    ]
+    assert any("a CUDA build cannot use it" in m for m in messages)

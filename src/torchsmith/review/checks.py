@@ -560,9 +560,25 @@ def check_cmd_quotes(
 def check_platform(
     config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
 ) -> Iterator[LineFinding]:
-    """A Windows script judged against a Linux machine (or the reverse) gets that machine's
-    facts: say so once, so the findings below are read for what they are."""
+    """A Windows script judged against a Linux machine (or the reverse), or a CUDA build against
+    an AMD or Intel GPU, gets that machine's facts: say so once, so the findings below are read
+    for what they are."""
     os_name = target.facts.os
+    gpus = target.facts.gpus
+    cuda_keys = (*ARCH_KEYS, *CMAKE_ARCH_KEYS, "CUDA_HOME", "CUDA_PATH")
+    others = [g.name for g in gpus if g.vendor in ("amd", "intel")]
+    if others and not any(g.vendor == "nvidia" for g in gpus) and config.get(*cuda_keys):
+        yield _at(
+            None,
+            config,
+            None,
+            "other",
+            "warning",
+            f"this script sets up a CUDA build, and the target machine's GPU is "
+            f"{', '.join(others)}: a CUDA build cannot use it",
+            "for an AMD GPU take the ROCm wheel, for an Intel GPU the xpu wheel (torchsmith plan); "
+            "review the script against the NVIDIA machine it is for (--probe FILE from there)",
+        )
     windows_script = config.dialect in ("cmd", "powershell")
     if windows_script == (os_name == "windows"):
         return
