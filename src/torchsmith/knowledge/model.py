@@ -65,6 +65,10 @@ class CudaToolkit:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
+    def min_driver(self, os_name: str) -> str | None:
+        """The release's minimum driver on ``os_name`` (Windows' or Linux's; None if not known)."""
+        return self.min_driver_windows if os_name == "windows" else self.min_driver_linux
+
 
 @dataclass(frozen=True)
 class SourceBuildRange:

@@ -37,7 +37,7 @@ def driver_for_gpus(os_name: str, kb: Knowledge, nvidia: tuple[GpuTarget, ...]) 
         if known is None:
             continue
         first = known[1]
-        need = first.min_driver_windows if os_name == "windows" else first.min_driver_linux
+        need = first.min_driver(os_name)
         if need and (best is None or not driver_at_least(best, need)):
             best = need
     return best
@@ -62,9 +62,7 @@ def driver_vs_gpu(
         if known is None:
             continue
         before, first = known
-        windows = machine.os == "windows"
-        floor = before.min_driver_windows if windows else before.min_driver_linux
-        need = first.min_driver_windows if windows else first.min_driver_linux
+        floor, need = before.min_driver(machine.os), first.min_driver(machine.os)
         if floor is not None and not driver_at_least(machine.driver, floor):
             message = (
                 f"driver {machine.driver} cannot run the {gpu.name} ({gpu.sm}): it is older than "

@@ -9,6 +9,7 @@ taxonomy category and one sentence.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -17,6 +18,7 @@ from packaging.version import Version
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge, TorchRelease, Wheel
 from torchsmith.knowledge.compat import (
+    Coverage,
     coverage,
     describe_archs,
     driver_at_least,
@@ -120,7 +122,7 @@ def make_plan(machine: MachineFacts, kb: Knowledge, options: PlanOptions) -> Pla
         for r in releases
     )
     # wheels whose arch lists are not established (a new release's Windows wheels)
-    unverified = any(r.category == "other" and (r.variant or "").startswith("cu") for r in rejected)
+    unverified = any(_unestablished(planned, kb, rejected))
     if nvidia and (
         options.prefer == "source"
         or (not viable and (arch_blocked or platform_blocked or unverified))
@@ -672,8 +674,8 @@ def _driver_native(machine: MachineFacts, kb: Knowledge, wheel: Wheel) -> bool:
     toolkit = kb.toolkit(wheel.cuda) if wheel.cuda else None
     if machine.driver is None or toolkit is None:
         return True
-    minimum = toolkit.min_driver_windows if machine.os == "windows" else None
-    minimum = minimum or toolkit.min_driver_linux
+    # Windows has no minimum from CUDA 13.0 on (N/A): Linux's then stands for both
+    minimum = toolkit.min_driver(machine.os) or toolkit.min_driver_linux
     return minimum is None or driver_at_least(machine.driver, minimum)
 
 
@@ -768,9 +770,17 @@ def _serves_sentence(wheel: Wheel, nvidia: tuple[GpuTarget, ...]) -> str:
     for gpu in nvidia:
         assert gpu.compute_capability is not None
         cov = coverage(wheel.archs.sass, wheel.archs.ptx, gpu.compute_capability)
-        how = f"PTX {cov.via} (JIT-compiled at first use)" if cov.jit else f"{cov.via} code"
-        parts.append(f"the {gpu.name} ({gpu.sm}) runs its {how}")
+        parts.append(f"the {gpu.name} ({gpu.sm}) {_runs_its(cov)}")
     return f"{wheel.variant} wheels of torch {wheel.torch}: " + "; ".join(parts)
+
+
+def _runs_its(cov: Coverage) -> str:
+    """How a GPU runs a wheel that serves it: "runs its sm_86 code", or its PTX through JIT."""
+    return (
+        f"runs its PTX {cov.via} (JIT-compiled at first use)"
+        if cov.jit
+        else f"runs its {cov.via} code"
+    )
 
 
 def _cpu_choice(
@@ -976,41 +986,42 @@ def _within(options: PlanOptions) -> str:
     return f" matching {options.torch}" if options.torch else ""
 
 
+def _unestablished(
+    machine: MachineFacts, kb: Knowledge, rejected: list[Rejection]
+) -> Iterator[tuple[Rejection, Wheel]]:
+    """The rejected wheels that exist for this platform but whose arch lists are not established."""
+    for r in rejected:
+        if r.variant is None or r.category != "other":
+            continue
+        wheel = kb.wheel(r.torch, r.variant, machine.os, machine.arch)
+        if wheel is not None and wheel.archs is None:
+            yield r, wheel
+
+
 def _unestablished_hint(
     machine: MachineFacts, kb: Knowledge, rejected: list[Rejection], nvidia: tuple[GpuTarget, ...]
 ) -> tuple[str, ...]:
     """When nothing verified fits, the newest wheel whose archs are unknown here but whose nearest
     sibling with a known arch list (same release and variant, another platform) serves every GPU."""
-    for r in rejected:
-        if r.variant is None or r.category != "other":
-            continue
-        wheel = kb.wheel(r.torch, r.variant, machine.os, machine.arch)
-        if wheel is None or wheel.archs is not None:
-            continue
+    for r, wheel in _unestablished(machine, kb, rejected):
         siblings = [
             w
             for w in kb.wheels
             if (w.torch, w.variant) == (wheel.torch, wheel.variant) and w.archs is not None
         ]
-        if not siblings:
+        if not siblings or any(g.compute_capability is None for g in nvidia):
             continue
         sibling = min(siblings, key=lambda w: (w.arch != machine.arch, w.os != machine.os))
         archs = sibling.archs
         assert archs is not None
-        runs: list[str] = []
-        for g in nvidia:
-            cov = coverage(archs.sass, archs.ptx, g.compute_capability or "0.0")
-            if not g.compute_capability or not cov.ok:
-                runs = []
-                break
-            how = f"JIT-compiles its PTX {cov.via}" if cov.jit else f"runs its {cov.via} code"
-            runs.append(f"the {g.name} {how}")
-        if runs:
+        covs = [(g, coverage(archs.sass, archs.ptx, g.compute_capability or "")) for g in nvidia]
+        if covs and all(cov.ok for _, cov in covs):
+            runs = " and ".join(f"the {g.name} {_runs_its(cov)}" for g, cov in covs)
             return (
-                f"torch {r.torch}+{r.variant} may serve it: the GPU archs of its "
+                f"torch {r.torch}+{wheel.variant} may serve it: the GPU archs of its "
                 f"{platform_of(machine)} wheels are not established here, but on its "
-                f"{sibling.os}-{sibling.arch} wheels {' and '.join(runs)}; install it from "
-                f"{index_url(r.variant)}, then check with torchsmith verify",
+                f"{sibling.os}-{sibling.arch} wheels {runs}; install it from "
+                f"{index_url(wheel.variant)}, then check with torchsmith verify",
             )
     return ()
 
