@@ -151,6 +151,11 @@ def test_plan_file_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     path.write_text(dumps(wrap("plan", {"recommendation": CU130})))
     assert steps.load_plan_file(path) == CU130
+    assert steps.read_plan_file(path) == (CU130, [])
+    error = {"severity": "error", "message": "driver too old", "fix": "update it"}
+    warning = {"severity": "warning", "message": "m", "fix": "f"}
+    path.write_text(dumps(wrap("plan", {"recommendation": CU130, "findings": [warning, error]})))
+    assert steps.read_plan_file(path) == (CU130, [("driver too old", "update it")])
 
 
 def _result(torch: str, *companions: str) -> InstallResult:

@@ -138,19 +138,7 @@ def _recommendation(
     from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
 
     if plan_file is not None:
-        return steps.load_plan_file(plan_file), steps.plan_file_errors(plan_file)
-    probe_file = inputs.get("probe_file")
-    if probe_file is not None:
-        from torchsmith.probe.io import load_probe  # noqa: PLC0415
-
-        there = load_probe(probe_file).host.os
-        if there != platforms.current_os():
-            raise UsageError(
-                f"--probe {probe_file} describes a {there} machine, and install changes this one "
-                f"({platforms.current_os()})",
-                tip="run torchsmith install on that machine, or see its answer with "
-                "torchsmith plan --probe",
-            )
+        return steps.read_plan_file(plan_file)
     target = python
     if target is None and venv is not None:
         exe = steps.venv_python(Path(venv))
@@ -165,5 +153,13 @@ def _recommendation(
         python=target,
     )
     plan = plan_for(request)
+    probe_file = inputs.get("probe_file")
+    if probe_file is not None and plan.machine.os != platforms.current_os():
+        raise UsageError(
+            f"--probe {probe_file} describes a {plan.machine.os} machine, and install changes "
+            f"this one ({platforms.current_os()})",
+            tip="run torchsmith install on that machine, or see its answer with "
+            "torchsmith plan --probe",
+        )
     errors = [(f.message, f.fix) for f in plan.findings if f.severity == "error"]
     return plan.recommendation, errors

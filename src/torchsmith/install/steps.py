@@ -22,19 +22,14 @@ from torchsmith.util import cmd
 HTTP_TIMEOUT_S = "10"
 
 
-def plan_file_errors(path: Path) -> list[tuple[str, str]]:
-    """The error findings (message, fix) of a plan file load_plan_file has read."""
-    data: Any = json.loads(path.read_text(encoding="utf-8"))
-    found = data.get("data", {}).get("findings") or []
-    return [
-        (str(f.get("message", "")), str(f.get("fix", "")))
-        for f in found
-        if isinstance(f, dict) and f.get("severity") == "error"
-    ]
-
-
 def load_plan_file(path: Path) -> Recommendation:
     """The recommendation of a ``torchsmith plan --json`` file; InputError when it is not one."""
+    return read_plan_file(path)[0]
+
+
+def read_plan_file(path: Path) -> tuple[Recommendation, list[tuple[str, str]]]:
+    """A ``torchsmith plan --json`` file's recommendation and its error findings (message, fix),
+    read once; InputError when it is not a plan."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -54,7 +49,7 @@ def load_plan_file(path: Path) -> Recommendation:
             tip="write it with `torchsmith plan --json > FILE`",
         )
     try:
-        return Recommendation(
+        recommendation = Recommendation(
             kind=rec["kind"],
             torch=rec.get("torch"),
             variant=rec.get("variant"),
@@ -64,6 +59,13 @@ def load_plan_file(path: Path) -> Recommendation:
         )
     except (KeyError, TypeError, AttributeError):
         raise InputError(f"--plan {path}: its recommendation is incomplete") from None
+    found = data["data"].get("findings")
+    errors = [
+        (str(f.get("message", "")), str(f.get("fix", "")))
+        for f in (found if isinstance(found, list) else [])
+        if isinstance(f, dict) and f.get("severity") == "error"
+    ]
+    return recommendation, errors
 
 
 def torch_version(rec: Recommendation) -> str:
