@@ -20,6 +20,7 @@ from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
 from torchsmith.explain.scanner import Hit, Scanner
+from torchsmith.explain.shell import Platform, for_windows, marks, platform_of
 from torchsmith.knowledge.build_facts import load_build_facts
 
 MAX_EVIDENCE = 3
@@ -88,6 +89,7 @@ class Explainer:
         self._tail_rules = tuple(r for r in self.rules if r.tail)
         self.inputs: list[InputSummary] = []
         self._order = 0
+        self._marks = [0, 0]  # Windows and POSIX path marks in the inputs' tails (shell.py)
 
     def feed(self, name: str, data: Iterable[bytes], encoding: str = "utf-8") -> None:
         self._consume(name, self.scanner.scan(data), encoding)
@@ -113,6 +115,7 @@ class Explainer:
                     self._record(rule, name, hit.line, shown, values)
         size, lines, tail = self.scanner.last_size, self.scanner.last_lines, self.scanner.last_tail
         complete = len(tail) == size
+        self._count_marks(tail)
         self._match_tail(name, tail, lines, complete=complete)
         cut = traceback_cut_at(tail, lines, complete=complete)
         self.inputs.append(InputSummary(name, encoding, size, lines, traceback_cut_at=cut))
@@ -136,9 +139,15 @@ class Explainer:
                     self.tails.append(_Match(rule, name, line, text, values, order=self._order))
                     return
 
+    def _count_marks(self, data: bytes) -> None:
+        windows, posix = marks(data)
+        self._marks[0] += windows
+        self._marks[1] += posix
+
     def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
         known = self.matches.get(rule.id)
         if known is None:
+            self._count_marks(text.encode("utf-8", "replace"))
             self._order += 1
             self.matches[rule.id] = _Match(rule, name, line, text, values, order=self._order)
             return
@@ -150,7 +159,10 @@ class Explainer:
         self, context: Mapping[str, str] | None = None, source: str | None = None
     ) -> ExplainResult:
         groups = rank([*self.matches.values(), *self.tails])
-        diagnoses = [_diagnosis(group, context or {}) for group in groups]
+        context = context or {}
+        windows, posix = self._marks
+        platform = platform_of(windows, posix, machine_os=context.get("os"))
+        diagnoses = [_diagnosis(group, context, platform) for group in groups]
         total = sum(i.lines for i in self.inputs)
         cut = any(i.traceback_cut_at for i in self.inputs)
         return ExplainResult(
@@ -159,6 +171,7 @@ class Explainer:
             summary=summary_line(diagnoses, total, cut=cut, logs=len(self.inputs)),
             inputs=tuple(self.inputs),
             context=source,
+            fixes_for=platform,
         )
 
 
@@ -248,7 +261,9 @@ def basis_of(rule: Rule) -> Basis:
     return "generic" if rule.generic else "cause"
 
 
-def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
+def _diagnosis(
+    group: list[_Match], context: Mapping[str, str], platform: Platform = "posix"
+) -> Diagnosis:
     lead, others = group[0], group[1:]
     rule = lead.rule
     values = {**lead.values}
@@ -266,12 +281,15 @@ def _diagnosis(group: list[_Match], context: Mapping[str, str]) -> Diagnosis:
         computed["max_jobs"] = str(facts.jobs_that_fit(float(ram), cuda=cuda))
         computed["job_gb"] = f"{facts.job_gb(cuda):g}"
     filled = _Values({**rule.defaults, **computed})
-    fix = rule.fix.format_map(filled)
+    windows = platform == "windows"
+    fix = (rule.fix_windows if windows and rule.fix_windows else rule.fix).format_map(filled)
     available = {**rule.defaults, **context, **computed}
     for template in rule.fix_context:
         if template_fields(template) <= set(available):
             fix = template.format_map(_Values(available))
             break
+    if windows:
+        fix = for_windows(fix)
     evidence = [lead.text]
     for other in sorted(others, key=lambda m: m.order):
         if len(evidence) < MAX_EVIDENCE and other.text not in evidence:

@@ -57,6 +57,9 @@ class ExplainResult:
     summary: str
     inputs: tuple[InputSummary, ...] = ()
     context: str | None = None  # where the machine facts behind tailored fixes came from
+    # the shell the fixes' commands are written for: the log's platform (its paths), else the
+    # machine's (explain/shell.py)
+    fixes_for: Literal["windows", "posix"] = "posix"
 
 
 def summary_line(

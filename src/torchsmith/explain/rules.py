@@ -18,6 +18,8 @@ ended. A rule that ``overrides`` other rule ids cancels their matches in the sam
 old-GPU warning naming an AMD GPU on a ROCm build makes the warning's own rule misleading).
 A rule with ``text_of = "<id>"`` reads the same cause from other lines and says it in the words of
 that rule of the same file (its title, explanation, fix, fix_context and defaults).
+A ``fix_windows`` text replaces ``fix`` for a log from Windows where the fix's commands have no
+Windows form that ``explain/shell.py`` can write (deleting a cache folder: ``rm -rf ~/.cache/...``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ CONTEXT_FIELDS = frozenset(
     }
 )
 
-_SHARED_TEXT = ("title", "explanation", "fix", "fix_context", "defaults")
+_SHARED_TEXT = ("title", "explanation", "fix", "fix_context", "fix_windows", "defaults")
 _REQUIRED = ("id", "category", "title", "anchors", "patterns", "explanation", "fix", "source")
 _KNOWN_KEYS = frozenset(
     {
@@ -65,6 +67,7 @@ _KNOWN_KEYS = frozenset(
         "symptom",
         "exclude",
         "fix_context",
+        "fix_windows",
         "examples",
         "defaults",
         "params",
@@ -113,6 +116,7 @@ class Rule:
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
     fix_context: tuple[str, ...] = ()
+    fix_windows: str = ""  # the fix for a log from Windows, where ``fix`` has POSIX-only commands
     examples: tuple[str, ...] = ()
     defaults: dict[str, str] = field(default_factory=dict)
     params: dict[str, float] = field(default_factory=dict)
@@ -245,6 +249,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),
+        fix_windows=str(raw.get("fix_windows", "")).strip(),
         examples=_strings(raw.get("examples", []), where, "examples", empty=True),
         defaults={str(k): str(v) for k, v in dict(raw.get("defaults", {})).items()},
         params={str(k): float(v) for k, v in dict(raw.get("params", {})).items()},
@@ -292,7 +297,7 @@ def _check_templates(rule: Rule, where: str) -> None:
     known = rule.captures | set(rule.defaults) | set(rule.derive)
     if "build_jobs" in rule.params:
         known |= {"max_jobs", "job_gb"}
-    for template in (rule.explanation, rule.fix):
+    for template in (rule.explanation, rule.fix, rule.fix_windows):
         unknown = template_fields(template) - known
         if unknown:
             raise KnowledgeError(f"{where}: template names {sorted(unknown)}, not captured")

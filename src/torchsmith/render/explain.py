@@ -30,6 +30,8 @@ def render_explain(result: Any, console: Console) -> None:
     assert isinstance(result, ExplainResult)
     if result.context:
         console.print(f"[dim]fixes tailored to {escape(result.context)}[/dim]")
+    if result.fixes_for == "windows" and result.diagnoses:
+        console.print("[dim]commands are for Windows: cmd, and PowerShell where it differs[/dim]")
     record = load_track_record()
     if result.healthy:
         console.print(f"[bold green]OK[/bold green] {escape(result.summary)}")
