@@ -213,6 +213,31 @@ def test_nvcc_on_path_differs_from_cuda_home() -> None:
     assert "CUDA_HOME" in found[0].message
 
 
+WIN_CUDA = "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v13.0"
+
+
+@pytest.mark.parametrize(
+    ("os_name", "root", "fix"),
+    [
+        ("linux", "/usr/local/cuda-13.0", "export CUDA_HOME=/usr/local/cuda-13.0"),
+        (
+            "windows",
+            WIN_CUDA,
+            f'set "CUDA_HOME={WIN_CUDA}" (PowerShell: $env:CUDA_HOME="{WIN_CUDA}")',
+        ),
+    ],
+)
+def test_a_toolkit_without_headers_points_at_the_whole_one(
+    os_name: str, root: str, fix: str
+) -> None:
+    # a bin/nvcc wrapper's parent picked over the toolkit it runs (as /usr/local on this machine)
+    wrapper = replace(TK_130, root="/usr/local", nvcc="/usr/local/bin/nvcc", headers=False)
+    whole = replace(TK_130, root=root, selected=False, headers=True)
+    probe = replace(H200_MACHINE, host=replace(HOST, os=os_name), cuda_toolkits=(wrapper, whole))
+    found = [f for f in analyze(probe) if "has no CUDA headers" in f.message]
+    assert [f.fix for f in found] == [fix]
+
+
 def test_gcc_newer_than_nvcc_allows() -> None:
     probe = replace(H200_MACHINE, compilers=(ToolInfo("gcc", "/usr/bin/gcc", "16.1.0"),))
     found = [f for f in analyze(probe) if f.category == "unsupported-host-compiler"]

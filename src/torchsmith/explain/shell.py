@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
+from torchsmith.util.envvars import cmd_setting, powershell_setting
+
 Platform = Literal["windows", "posix"]
 
 _WINDOWS = re.compile(
@@ -64,17 +66,10 @@ def for_windows(fix: str) -> str:
 
     def setting(match: re.Match[str]) -> str:
         pairs = [(name, value.strip('"')) for name, value in _ASSIGN.findall(match["assigns"])]
-        cmd = " & ".join(f'set "{name}={value}"' for name, value in pairs)
-        powershell = "; ".join(f"$env:{name}={_ps_quote(value)}" for name, value in pairs)
+        cmd, powershell = cmd_setting(pairs), powershell_setting(pairs)
         lead = match["lead"]
         if match.start() == 0 or fix[match.start() - 1] == "\n":
             return f"{lead}cmd:        {cmd}\n{lead}PowerShell: {powershell}\n{lead}"
         return f"{cmd} (PowerShell: {powershell}), then "
 
     return _PREFIX.sub(setting, fix)
-
-
-def _ps_quote(value: str) -> str:
-    if any(c in value for c in '$`"'):
-        return "'" + value.replace("'", "''") + "'"
-    return f'"{value}"'

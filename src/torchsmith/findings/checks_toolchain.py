@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torchsmith.findings.common import Context, major_minor
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
+from torchsmith.util.envvars import setting
 
 WHEELS_NEED_NO_TOOLKIT = (
     "pip/uv wheels bundle the CUDA runtime and need only the driver; a toolkit is needed only "
@@ -50,7 +51,9 @@ def check_selected_toolkit_is_whole(probe: Probe, ctx: Context) -> Iterator[Find
         f"the CUDA toolkit a build would use ({toolkit.root}, found via "
         f"{', '.join(toolkit.found_via) or '?'}) has no CUDA headers (include/cuda_runtime.h): "
         "extension builds fail with 'cuda_runtime.h: No such file or directory'",
-        f"export CUDA_HOME={better}" if better else "set CUDA_HOME to a complete CUDA toolkit",
+        setting(probe.host.os, "CUDA_HOME", better)
+        if better
+        else "set CUDA_HOME to a complete CUDA toolkit",
         subject="cuda toolkit",
     )
 
