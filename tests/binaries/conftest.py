@@ -112,6 +112,30 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(root, cpu_lib)
 
 
+# Files that are GPU code themselves, or hold only LTO IR: name -> nvcc arguments.
+DEVICE_FILES: dict[str, list[str]] = {
+    "k.cubin": ["-cubin", *gencode("compute_90", "sm_90")],
+    "k90a.cubin": ["-cubin", *gencode("compute_90a", "sm_90a")],
+    "k.ptx": ["-ptx", "-arch=sm_90"],
+    "klto.o": ["-dc", *gencode("compute_90", "lto_90")],
+}
+
+
+@pytest.fixture(scope="session")
+def device_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cubin, a PTX file and an LTO-only object, compiled by nvcc (skipped without it)."""
+    if not _nvcc_available():
+        pytest.skip(f"nvcc not found at {NVCC}")
+    root = tmp_path_factory.mktemp("device-files")
+    src = root / "k.cu"
+    src.write_text(KERNEL)
+    for name, args in DEVICE_FILES.items():
+        argv = [NVCC, *args, "-o", str(root / name), str(src)]
+        subprocess.run(argv, check=True, capture_output=True, timeout=300)
+    src.unlink()
+    return root
+
+
 @pytest.fixture(scope="session")
 def cuobjdump() -> str:
     tool = find_cuobjdump()

@@ -163,3 +163,16 @@ def test_runs_on_ignores_junk_and_rejects_bad_gpu() -> None:
     assert runs_on(["sm_90", "lto_90", "garbage"], [], "9.0").ok
     with pytest.raises(ValueError, match="not a compute capability"):
         runs_on(["sm_90"], [], "Hopper")
+
+
+def test_lto_only_says_device_link_not_no_code() -> None:
+    result = runs_on([], [], "9.0", ["lto_90"])
+    assert not result.ok
+    assert "device-linked" in result.route
+    assert "nvcc -dlto -arch=sm_90" in result.detail
+    assert "no GPU code" not in result.detail
+    too_new = runs_on([], [], "8.6", ["lto_90"])
+    assert "not sm_86" in too_new.detail
+    # runnable code next to LTO IR decides as before
+    assert runs_on(["sm_90"], [], "9.0", ["lto_90"]).route == "native SASS sm_90"
+    assert runs_on([], [], "9.0").detail == "the binaries hold no GPU code at all"

@@ -143,11 +143,14 @@ def _preference(arch: Arch) -> tuple[int, int]:
     return (arch.number, _VARIANT_RANK[arch.variant])
 
 
-def runs_on(sass: Iterable[str], ptx: Iterable[str], compute_capability: str) -> RunsOn:
+def runs_on(
+    sass: Iterable[str], ptx: Iterable[str], compute_capability: str, lto: Iterable[str] = ()
+) -> RunsOn:
     """Decide whether code with these SASS and PTX archs runs on a GPU of ``compute_capability``.
 
     ``compute_capability`` is anything :func:`parse_compute_capability` accepts; arch names that do
-    not parse are ignored. Raises ValueError for a bad compute capability.
+    not parse are ignored. ``lto`` (LTO IR, ``lto_90``) never runs as it is: without SASS or PTX
+    that does, the verdict says to device-link it. Raises ValueError for a bad compute capability.
     """
     cc = parse_compute_capability(compute_capability)
     cc_text = format_compute_capability(cc)
@@ -169,12 +172,32 @@ def runs_on(sass: Iterable[str], ptx: Iterable[str], compute_capability: str) ->
         return RunsOn(
             True, f"PTX JIT from {best.name} (slow first run)", detail, cc_text, "ptx", best.name
         )
+    lto_archs = sort_archs(lto)
+    if lto_archs and not sort_archs([*sass, *ptx]):
+        return RunsOn(
+            False,
+            "LTO IR only: it must be device-linked (nvlink / nvcc -dlink) before it can run",
+            _lto_only(lto_archs, cc),
+            cc_text,
+        )
     return RunsOn(
         False,
         f"no compatible code → '{NO_KERNEL_IMAGE}'",
         _why_not(sass, ptx, cc),
         cc_text,
     )
+
+
+def _lto_only(lto: tuple[str, ...], cc: tuple[int, int]) -> str:
+    sm = f"sm_{cc[0]}{cc[1]}"
+    detail = (
+        f"LTO IR ({', '.join(lto)}) is not code a GPU runs: device-link it into SASS for {sm} "
+        f"first (nvcc -dlto -arch={sm} when linking, nvcc -dlink, or nvlink)"
+    )
+    numbers = [int(m.group(1)) for a in lto if (m := re.match(r"lto_(\d+)", a))]
+    if numbers and min(numbers) > cc[0] * 10 + cc[1]:
+        detail += f"; but LTO IR links only into SASS of its own arch or newer, not {sm}"
+    return detail
 
 
 def _why_not(sass: Iterable[str], ptx: Iterable[str], cc: tuple[int, int]) -> str:

@@ -8,6 +8,7 @@ and every candidate validated. Synthetic/odd layouts fall back to the same scan.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import Literal
@@ -17,13 +18,18 @@ from torchsmith.binaries.offload import BUNDLE_MAGIC as OFFLOAD_MAGIC
 from torchsmith.binaries.offload import HIP_SECTIONS
 from torchsmith.errors import InputError
 
-Format = Literal["elf", "pe", "fatbin", "ar", "offload"]
+Format = Literal["elf", "pe", "fatbin", "ar", "offload", "cubin", "ptx"]
 
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"
 SHT_NOBITS = 8
 SHN_XINDEX = 0xFFFF
+EM_CUDA = 190  # e_machine of a cubin: an ELF file of GPU code (nvcc -cubin)
+CUDA_ABI_V8 = 8  # EI_ABIVERSION from CUDA 12.x on: the SM moved from e_flags bits 0-7 to 8-15
+PTX_HEAD_BYTES = 16 << 10  # where a PTX file's .version and .target directives are looked for
+_PTX_TARGET = re.compile(rb"^[ \t]*\.target[ \t]+sm_(\d{2,3})([af]?)\b", re.MULTILINE)
+_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+\d+\.\d+", re.MULTILINE)
 
 
 class BinaryFormatError(InputError):
@@ -47,6 +53,8 @@ class Layout:
     sections: tuple[tuple[str, int, int], ...] = ()  # (name, start, end) of PE sections
     note: str | None = None
     offload: tuple[Region, ...] | None = None  # ELF .hip_fatbin sections; None: scan regions
+    # The file itself is GPU code (a cubin or a PTX file): ("sass", "sm_90") / ("ptx", ...)
+    device_code: tuple[Literal["sass", "ptx"], str] | None = None
 
 
 def sniff(head: bytes) -> Format | None:
@@ -91,6 +99,9 @@ def layout(src: ByteSource, display: str) -> Layout:
         return Layout("ar", (whole,))
     if fmt == "offload":
         return Layout("offload", (), offload=(Region("(raw offload bundle)", 0, src.size, True),))
+    target = ptx_target(src.read_at(0, PTX_HEAD_BYTES))
+    if target is not None:
+        return Layout("ptx", (), offload=(), device_code=("ptx", target))
     raise BinaryFormatError(
         f"{display}: not an ELF or PE binary ({describe_head(head)})",
         tip="give a .so, .dll, .pyd, executable, wheel, directory or installed package name",
@@ -112,6 +123,9 @@ def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
         (shoff,) = struct.unpack_from(end + "I", head, 0x20)
         shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 0x2E)
         shdr = struct.Struct(end + "IIIIIIIIII")
+    (machine,) = struct.unpack_from(end + "H", head, 0x12)
+    if machine == EM_CUDA:
+        return Layout("cubin", (), offload=(), device_code=("sass", _cubin_arch(src, head, end)))
     whole = Region("(whole file)", 0, src.size, trusted=False)
     if shoff == 0:
         return Layout("elf", (whole,), note="no ELF section headers; scanned the whole file")
@@ -151,6 +165,31 @@ def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
             region = Region(name, start, start + size, trusted=True)
             (hip if name in HIP_SECTIONS else regions).append(region)
     return Layout("elf", tuple(regions), offload=tuple(hip))
+
+
+def _cubin_arch(src: ByteSource, head: bytes, end: str) -> str:
+    """``sm_90`` from a cubin's ELF header: the SM number is in e_flags.
+
+    ABI version 8 (CUDA 12.x and later) keeps it in bits 8-15, older cubins in bits 0-7 (as
+    LLVM's EF_CUDA_SM). The ``a``/``f`` suffix is not in the header: nvcc records its options
+    (``-arch sm_90a -m 64``) in the cubin, which is where it is read from when present.
+    """
+    flags_at = 0x30 if head[4] == 2 else 0x24  # e_flags: ELFCLASS64, ELFCLASS32
+    (flags,) = struct.unpack_from(end + "I", head, flags_at)
+    number = (flags >> 8) & 0xFF if head[8] >= CUDA_ABI_V8 else flags & 0xFF
+    option = f"-arch sm_{number}".encode()
+    at = src.find(option, 0, src.size)
+    suffix = src.read_at(at + len(option), 1) if at >= 0 else b""
+    return f"sm_{number}{suffix.decode() if suffix in (b'a', b'f') else ''}"
+
+
+def ptx_target(head: bytes) -> str | None:
+    """``compute_90`` from a PTX file's ``.target sm_90`` directive (after ``.version``)."""
+    version = _PTX_VERSION.search(head)
+    target = _PTX_TARGET.search(head, version.end()) if version else None
+    if target is None:
+        return None
+    return f"compute_{int(target.group(1))}{target.group(2).decode()}"
 
 
 def _cstr(table: bytes, offset: int) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from torchsmith.binaries.archs import RunsOn, sort_key
-from torchsmith.binaries.fatbin import ByteSource, Scan, walk_region
+from torchsmith.binaries.fatbin import ByteSource, FatbinEntry, Scan, walk_region
 from torchsmith.binaries.formats import (
     BinaryFormatError,
     Layout,
@@ -23,6 +23,10 @@ from torchsmith.binaries.offload import OffloadScan, scan_offload
 from torchsmith.binaries.sources import MappedFile, StreamSource
 
 NO_FATBIN = "no CUDA fat binary found"
+DEVICE_FILE_NOTES = {
+    "cubin": "a standalone cubin (an ELF file of SASS for one GPU architecture)",
+    "ptx": "a PTX file (the driver JIT-compiles it for GPUs of its .target and newer)",
+}
 
 Progress = Callable[[int], None]  # called with bytes done (absolute, within the current file)
 
@@ -82,7 +86,7 @@ def summarize(
             notes.append(f"fatbin entry of unknown kind {entry.arch} at 0x{entry.offset:x}")
         compressed += entry.compressed
     found = scan.containers > 0
-    if not found:
+    if not found and fmt not in DEVICE_FILE_NOTES:
         notes.insert(0, NO_FATBIN)
     return BinaryReport(
         path=path,
@@ -119,6 +123,9 @@ def read_binary(
             raise BinaryFormatError(f"{shown}: not a binary (an empty file)")
         found = layout(source, shown)
         scan = Scan()
+        if found.device_code is not None:
+            kind, arch = found.device_code
+            scan.entries.append(FatbinEntry(kind, arch, 0, compressed=False))
         for region in found.regions:
             walk_region(
                 source, region.start, region.end, scan, trusted=region.trusted, progress=progress
@@ -196,4 +203,6 @@ def _where(found: Layout, scan: Scan) -> tuple[str, ...]:
 
 
 def _notes(found: Layout) -> list[str]:
+    if found.format in DEVICE_FILE_NOTES:
+        return [DEVICE_FILE_NOTES[found.format]]
     return [found.note] if found.note else []

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
-from torchsmith.binaries.formats import BinaryFormatError, Region, describe_head, sniff
+from torchsmith.binaries.formats import (
+    PTX_HEAD_BYTES,
+    BinaryFormatError,
+    Region,
+    describe_head,
+    ptx_target,
+    sniff,
+)
 from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream, with_offload
 from torchsmith.binaries.sources import StreamSource
 from torchsmith.errors import InputError
@@ -192,10 +199,10 @@ def with_runs_on(
     report: InspectReport, compute_capability: str, *, gpu: str | None = None
 ) -> InspectReport:
     """Add the runs-on verdict for one GPU, per binary with GPU code and in total."""
-    total = runs_on(report.sass, report.ptx, compute_capability)
+    total = runs_on(report.sass, report.ptx, compute_capability, report.lto_counts)
     binaries = tuple(
-        dataclasses.replace(b, runs_on=runs_on(b.sass, b.ptx, compute_capability))
-        if b.sass or b.ptx
+        dataclasses.replace(b, runs_on=runs_on(b.sass, b.ptx, compute_capability, b.lto_counts))
+        if b.sass or b.ptx or b.lto_counts
         else b
         for b in report.binaries
     )
@@ -280,12 +287,12 @@ def _looks_like_path(target: str) -> bool:
 def _file_kind(path: Path) -> TargetKind:
     with open_input(path, what="binary") as fh:
         try:
-            head = fh.read(64)
+            head = fh.read(PTX_HEAD_BYTES)
         except OSError as exc:
             raise os_error(path, exc, "binary") from None
     if head.startswith(b"PK\x03\x04") or path.suffix.lower() == ".whl":
         return "wheel"
-    if sniff(head) is None:
+    if sniff(head[:64]) is None and ptx_target(head) is None:
         raise BinaryFormatError(
             f"{path}: not an ELF or PE binary ({describe_head(head)})",
             tip="give a .so, .dll, .pyd, executable, wheel, directory or installed package name",
@@ -310,7 +317,7 @@ def _directory_files(root: Path) -> Iterator[Path]:
                     continue
                 seen.add(real)
                 with path.open("rb") as fh:
-                    if sniff(fh.read(8)) is None:
+                    if sniff(fh.read(8)) is None and path.suffix.lower() != ".ptx":
                         continue
             except OSError:
                 continue
