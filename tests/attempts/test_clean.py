@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -25,6 +26,17 @@ def git(tree: Path, *args: str) -> None:
         cwd=tree,
         check=True,
         capture_output=True,
+    )
+
+
+def cmake_cache(build: Path, source: Path) -> None:
+    """A CMakeCache.txt in the lines CMake writes (the ones clean reads): ``build`` configured
+    from ``source``. test_real_cmake_build_dir_is_proven checks them against real CMake."""
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "CMakeCache.txt").write_text(
+        "# This is the CMakeCache file.\n"
+        f"CMAKE_CACHEFILE_DIR:INTERNAL={build}\n"
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={source}\n"
     )
 
 
@@ -53,7 +65,7 @@ def trap(tmp_path: Path) -> tuple[Path, Path]:
     # Build outputs.
     (tree / "build" / "obj").mkdir()
     (tree / "build" / "obj" / "kernel.o").write_bytes(b"\0" * 4096)
-    (tree / "build" / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=Release\n")
+    cmake_cache(tree / "build", tree)
     ro = tree / "build" / "obj" / "readonly.o"
     ro.write_bytes(b"x" * 100)
     ro.chmod(0o444)
@@ -155,12 +167,11 @@ def test_trap_tree_loses_only_build_outputs(trap: tuple[Path, Path]) -> None:
 def test_symlinked_folder_out_of_the_tree_is_never_entered(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     (outside / "build").mkdir(parents=True)
-    (outside / "build" / "CMakeCache.txt").write_text("x\n")
+    cmake_cache(outside / "build", outside)
     tree = tmp_path / "plain"
     tree.mkdir()
     (tree / "linked").symlink_to(outside)
-    (tree / "build").mkdir()
-    (tree / "build" / "CMakeCache.txt").write_text("x\n")
+    cmake_cache(tree / "build", tree)
     (tree / "build" / "escape").symlink_to(outside / "build")
     (tree / "dist").mkdir()
     (tree / "dist" / "notes.txt").write_text("mine\n")  # not a wheel: not build output
@@ -174,6 +185,85 @@ def test_symlinked_folder_out_of_the_tree_is_never_entered(tmp_path: Path) -> No
     assert (outside / "build" / "CMakeCache.txt").exists()
     assert (tree / "dist" / "notes.txt").exists()
     assert not (tree / "build").exists()
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_real_cmake_build_dir_is_proven(tmp_path: Path) -> None:
+    source = tmp_path / "proj"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p NONE)\n"
+    )
+    (source / "main.cpp").write_text("int main() {}\n")
+    subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(source / "out")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    subprocess.run(["cmake", "."], cwd=source, check=True, capture_output=True, timeout=120)
+    text = (source / "out" / "CMakeCache.txt").read_text()
+    assert f"CMAKE_HOME_DIRECTORY:INTERNAL={source}" in text  # the line cmake_cache() writes
+    plan = plan_clean(source, "cmake")
+    assert {e.path for e in plan.entries} == {"out"}  # the in-source configure proves nothing
+    execute_clean(plan, confirmed=True)
+    assert (source / "main.cpp").exists()
+    assert (source / "CMakeLists.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "cache",
+    [
+        "",  # an empty file named CMakeCache.txt
+        "CMAKE_BUILD_TYPE:STRING=Release\n",  # no source folder named
+        "CMAKE_HOME_DIRECTORY:INTERNAL={lib}\n",  # `cmake .` in the sources themselves
+    ],
+)
+def test_sources_beside_a_cmake_cache_are_never_a_build_dir(tmp_path: Path, cache: str) -> None:
+    # audit: `mkdir libfoo; echo ... > libfoo/main.cpp; touch libfoo/CMakeCache.txt` lost main.cpp
+    lib = tmp_path / "tree" / "libfoo"
+    lib.mkdir(parents=True)
+    (lib / "main.cpp").write_text("int main() {}\n")
+    (lib / "CMakeCache.txt").write_text(cache.format(lib=lib))
+    assert plan_clean(tmp_path / "tree", "cmake").entries == ()
+
+
+def test_untracked_files_in_a_build_folder_are_kept(tmp_path: Path) -> None:
+    # audit: tracked build/release.sh, untracked build/new_tool.sh: the new script was deleted
+    tree = tmp_path / "repo"
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "release.sh").write_text("#!/bin/sh\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-qm", "init")
+    (tree / "build" / "new_tool.sh").write_text("#!/bin/sh\n")
+    (tree / "dist").mkdir()
+    (tree / "dist" / "NOTES.md").write_text("mine\n")  # not ignored, not a wheel
+    (tree / "_skbuild").mkdir()
+    (tree / "_skbuild" / "build.ninja").write_text("# generated\n")  # a build folder, not ignored
+    plan = plan_clean(tree, "cpp_extension")
+    assert {e.path for e in plan.entries} == {"_skbuild"}
+    assert {"build/new_tool.sh", "dist"} <= {k.path for k in plan.kept}
+
+
+def test_a_git_tree_git_cannot_read_is_refused(tmp_path: Path) -> None:
+    # audit: git refusing a repo ('dubious ownership') made clean fall back to build/ whole,
+    # tracked files included
+    tree = tmp_path / "repo"
+    (tree / "build" / "lib.linux").mkdir(parents=True)
+    (tree / "build" / "lib.linux" / "helper.py").write_text("x = 1\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-qm", "init")
+    (tree / ".git" / "HEAD").write_text("garbage\n")  # git no longer takes it for a repository
+    with pytest.raises(InputError, match="git cannot read it"):
+        plan_clean(tree, "cpp_extension")
+
+
+@pytest.mark.parametrize("where", ["home", "root"])
+def test_home_and_filesystem_root_are_refused(where: str) -> None:
+    with pytest.raises(UsageError, match="not a source tree"):
+        plan_clean(Path.home() if where == "home" else Path("/"), None)
 
 
 def test_top_level_file_named_build_outside_git(tmp_path: Path) -> None:
@@ -214,8 +304,7 @@ def test_cli_lists_then_deletes_with_yes(
 
 def test_failed_and_interrupted_cleans_are_recorded(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
-    (tree / "build").mkdir(parents=True)
-    (tree / "build" / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
+    cmake_cache(tree / "build", tree)
     plan = plan_clean(tree, "cmake")
     ledger = Ledger(tmp_path / "ledger.sqlite")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,42 @@ def test_unreachable_shared_cache_is_one_line_before_building(
     assert err.startswith("error: ")
     assert "Traceback" not in err
     assert not (tree / "build").exists()
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_clean_waits_for_the_options_to_be_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit: `build --clean --cc 9.x` removed the build directory, then refused the option."""
+    tree = copy_project("tinycuda", tmp_path)
+    output = tree / "build" / "CMakeCache.txt"
+    output.parent.mkdir()
+    output.write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={tree}\n")
+    code = main(["build", str(tree), "--cc", "9.x", "--cache", "none", "--clean"])
+    assert code == 2, capsys.readouterr().err
+    assert output.exists()
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_emit_has_no_clean_step_for_a_build_dir_with_tracked_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit: TORCHSMITH_CLEAN=1 ran `rm -rf build` and took a tracked build/ci.sh with it."""
+    tree = copy_project("tinycuda", tmp_path)
+    (tree / "build").mkdir()
+    (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tree,
+            check=True,
+            capture_output=True,
+        )
+    code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--emit", "bash"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "TORCHSMITH_CLEAN" not in captured.out
+    assert "rm -rf" not in captured.out
+    assert "no clean step" in captured.err

@@ -96,7 +96,10 @@ class CleanResult:
 def plan_clean(tree: Path, kind: ProjectKind | None = None) -> CleanPlan:
     """What a clean of ``tree`` would remove, with sizes; reads only."""
     root = _tree_root(tree)
+    _refuse_broad(root)
     top = _git_toplevel(root)
+    if top is None:
+        _refuse_unreadable_git(root)
     if top is not None:
         entries, kept = _plan_git(root)
         return CleanPlan(str(root), True, tuple(entries), tuple(kept))
@@ -110,6 +113,35 @@ def _tree_root(tree: Path) -> Path:
     if not tree.is_dir():
         raise InputError(f"{tree}: not a directory", tip="pass the project's source tree")
     return tree.resolve()
+
+
+def _refuse_broad(root: Path) -> None:
+    """The filesystem root and the home folder are never a project's tree: refuse them whole."""
+    home = Path.home().resolve()
+    if root in (root.parent, home):
+        what = "the filesystem root" if root.parent == root else "your home folder"
+        raise UsageError(
+            f"{root} is {what}, not a source tree: clean refuses it",
+            tip="pass the project's own folder",
+        )
+
+
+def _refuse_unreadable_git(root: Path) -> None:
+    """A tree inside a git work tree that git cannot read (not installed, or refusing: 'dubious
+    ownership') must not be cleaned as if it had no git: what git tracks is not known then."""
+    marker = next((p / ".git" for p in (root, *root.parents) if (p / ".git").exists()), None)
+    if marker is None:
+        return
+    try:
+        result = cmd.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], timeout=30)
+        why = (result.stderr.strip().splitlines() or ["git failed"])[0]
+    except cmd.CommandNotFoundError:
+        why = "git is not installed"
+    raise InputError(
+        f"{root} is in a git work tree ({marker}), but git cannot read it: {why}",
+        tip="fix git's access to the repository (or install git), then clean again: "
+        "without git, clean cannot tell tracked files from build outputs",
+    )
 
 
 def _git_toplevel(root: Path) -> Path | None:
@@ -146,8 +178,11 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
             candidates.append((p, f"ignored by git, {reason}"))
     for p in untracked:
         rel = p.rstrip("/")
-        if _is_build_dir_name(rel.split("/")[0]):
-            candidates.append((p, "untracked, in a build directory"))
+        # a whole untracked build folder (a project without a .gitignore) goes when it proves
+        # itself an output as it must outside git; a single untracked file is someone's new file
+        reason = _build_dir_reason(root / rel, python_kind=True) if "/" not in rel else None
+        if p.endswith("/") and _is_build_dir_name(rel) and reason is not None:
+            candidates.append((p, f"untracked, {reason}"))
         else:
             kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
     for raw, reason in sorted(candidates):
@@ -202,6 +237,34 @@ def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | Non
     if name in OUTPUT_FILES or name.endswith(OUTPUT_SUFFIXES):
         return "a compiled output"
     return None
+
+
+CMAKE_CACHE_MAX = 16 * 2**20  # PyTorch's own cache is about 0.3 MB
+
+
+def _cmake_build_dir(path: Path) -> bool:
+    """Whether ``path`` is a CMake build directory outside its source folder: its CMakeCache.txt
+    names the folder it was configured from (CMAKE_HOME_DIRECTORY), which is another folder, and
+    it holds no CMakeLists.txt. A cache in the source folder itself (``cmake .``), or an empty or
+    foreign file named CMakeCache.txt, proves only that file is CMake's, not what is beside it."""
+    cache = path / "CMakeCache.txt"
+    if not cache.is_file() or cache.is_symlink() or (path / "CMakeLists.txt").exists():
+        return False
+    try:
+        with cache.open("rb") as handle:
+            text = handle.read(CMAKE_CACHE_MAX).decode("utf-8", "replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            home = line.partition("=")[2].strip()
+            if not home:
+                return False
+            try:
+                return Path(home).resolve() != path.resolve()
+            except (OSError, RuntimeError):
+                return False
+    return False
 
 
 def _only_outputs(path: Path) -> bool:
@@ -299,8 +362,8 @@ def _plan_known_dirs(root: Path, kind: ProjectKind | None) -> tuple[list[CleanEn
 
 def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
     name = path.name
-    if (path / "CMakeCache.txt").is_file():
-        return "a CMake build directory (CMakeCache.txt)"
+    if _cmake_build_dir(path):
+        return "a CMake build directory (its CMakeCache.txt names another source folder)"
     if name in BUILD_DIR_NAMES:
         if (path / "build.ninja").is_file():
             return "a build directory (build.ninja)"

@@ -78,7 +78,7 @@ def _title(config: BuildConfig, shell: str) -> list[str]:
         f"profile {config.profile}; archs {';'.join(config.arch_list) or '(none)'}; "
         f"jobs {config.jobs}; cache {config.cache}",
     ]
-    if _clean_dir(config) is not None:
+    if clean_dir(config) is not None:
         lines.append(_CLEAN_HOW[shell])
     return [line.replace("\n", " ").replace("\r", " ") for line in lines]
 
@@ -91,7 +91,7 @@ def _tool_checks(config: BuildConfig) -> list[str]:
     return list(seen)
 
 
-def _clean_dir(config: BuildConfig) -> str | None:
+def clean_dir(config: BuildConfig) -> str | None:
     """The build directory to remove on request: inside the tree, never the tree itself."""
     build_dir = config.project.build_dir
     if not build_dir:
@@ -138,7 +138,7 @@ def _bash(config: BuildConfig) -> str:
     out += ["", "log 'environment'"]
     for name, value in config.env.items():
         out.append(f"export {name}={q(value)}")
-    clean = _clean_dir(config)
+    clean = clean_dir(config)
     if clean:
         target = tree.rstrip("/") + "/" + clean
         out += [
@@ -222,7 +222,7 @@ def _powershell(config: BuildConfig) -> str:
     body += ["", "Write-Log 'environment'"]
     for name, value in config.env.items():
         body.append(f"$env:{name} = {p(value)}")
-    clean = _clean_dir(config)
+    clean = clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
         body += [
@@ -366,7 +366,7 @@ def _cmd(config: BuildConfig) -> str:
         )
     out += ["", "call :log environment"]
     out += _cmd_sets(config.env)
-    clean = _clean_dir(config)
+    clean = clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
         out += [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -43,12 +44,39 @@ def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: 
     from torchsmith.build.scripts import write_script  # noqa: PLC0415
 
     check_script_shell(shell, platforms.current_os())  # the configuration is this machine's
-
+    config = _provable_clean_step(config, as_json)
     text = write_script(config, shell, output)  # type: ignore[arg-type]
     if output is None:
         click.echo(text, nl=False)
     elif not as_json:
         click.echo(f"wrote {output} ({shell})", err=True)
+
+
+def _provable_clean_step(config: BuildConfig, as_json: bool) -> BuildConfig:
+    """The script's TORCHSMITH_CLEAN step removes the build directory whole: keep it only where
+    that folder does not exist yet or `torchsmith clean` proves all of it a build output (no
+    tracked file, no user file in it); else the script gets no clean step, and says why."""
+    from torchsmith.build.clean import plan_clean  # noqa: PLC0415
+    from torchsmith.build.scripts import clean_dir  # noqa: PLC0415
+
+    relative = clean_dir(config)
+    tree = Path(config.project.path)
+    if relative is None or not (tree / relative).exists():
+        return config
+    proven = {e.path for e in plan_clean(tree, config.project.kind).entries}
+    if relative.replace("\\", "/").strip("/") in proven:
+        return config
+    if not as_json:
+        click.echo(
+            f"note: the script has no clean step: {relative} holds files `torchsmith clean` "
+            "does not prove to be build outputs (tracked or new files); clean it with "
+            "`torchsmith clean` instead",
+            err=True,
+        )
+    return replace(config, project=replace(config.project, build_dir=None))
+
+
+_CLEANED = ("stale-build-cache",)  # findings that --clean's removal of build outputs resolves
 
 
 def _clean(tree: Path, as_json: bool) -> None:
@@ -173,28 +201,37 @@ def build(
         python=target,
         dry_run=dry_run,
     )
-    if clean_first and not dry_run and emit_shell is None:
-        _clean(tree, as_json)
-    prepared = prepare(tree, probe, load_knowledge(), options, fleet=fleet)
-    config, findings = prepared.config, prepared.findings
-    if cache_url is not None:
-        config = _shared_cache(config, cache_url)
+
+    def configure() -> BuildPlan:
+        prepared = prepare(tree, probe, load_knowledge(), options, fleet=fleet)
+        config = prepared.config
+        if cache_url is not None:
+            config = _shared_cache(config, cache_url)
+        return BuildPlan(config, prepared.findings, bool(blocking(prepared.findings)))
+
+    # the options and preflight are checked before --clean deletes anything
+    plan = configure()
+    config, findings = plan.config, plan.findings
     if emit_shell is not None:
         _emit_script(config, emit_shell, output, as_json)
         return
-    blocked = bool(blocking(findings))
-    plan = BuildPlan(config, findings, blocked)
     if dry_run:
         emit("build", plan, as_json=as_json, render=render_plan)
         return
-    if blocked and not force:
+    # a stale cache is what --clean removes: it does not stop a build that cleans first
+    blockers = [f for f in blocking(findings) if not (clean_first and f.category in _CLEANED)]
+    if blockers and not force:
         if not as_json:
             render_plan(plan, console())
-        first = blocking(findings)[0]
+        first = blockers[0]
         raise InputError(
             f"preflight: {first.message}",
             tip=f"{first.fix} (or pass --force to build anyway)",
         )
+    if clean_first:
+        _clean(tree, as_json)
+        plan = configure()  # the tree changed: configure for what is left
+        config = plan.config
     out = None if as_json else console()
     if out is not None:
         render_plan(plan, out)
