@@ -263,3 +263,14 @@ def test_truncated_elf(built: Built, tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(BinaryFormatError, match="no such file"):
         read_binary(tmp_path / "nope.so")
+
+
+def test_truncated_pe_is_damaged(built: Built, tmp_path: Path) -> None:
+    data = build_pe(fatbin_bytes(built["libmix.so"]))
+    target = tmp_path / "cut.dll"
+    target.write_bytes(data[:2000])
+    with pytest.raises(BinaryFormatError, match="truncated PE"):
+        read_binary(target)
+    whole = tmp_path / "whole.dll"
+    whole.write_bytes(data)
+    assert read_binary(whole).sass  # the untruncated image still reads

@@ -36,6 +36,14 @@ class BinaryFormatError(InputError):
     """A file is not a binary torchsmith can read (text, garbage, truncated)."""
 
 
+class NotABinaryError(BinaryFormatError):
+    """The file is no binary at all (text, a zip, unknown data): not a damaged one."""
+
+
+class UnreadableFileError(BinaryFormatError):
+    """The file could not be opened or read (permission denied, gone, an I/O error)."""
+
+
 @dataclass(frozen=True)
 class Region:
     """A byte range to walk for containers; ``trusted`` when it is a fatbin section."""
@@ -102,7 +110,7 @@ def layout(src: ByteSource, display: str) -> Layout:
     target = ptx_target(src.read_at(0, PTX_HEAD_BYTES))
     if target is not None:
         return Layout("ptx", (), offload=(), device_code=("ptx", target))
-    raise BinaryFormatError(
+    raise NotABinaryError(
         f"{display}: not an ELF or PE binary ({describe_head(head)})",
         tip="give a .so, .dll, .pyd, executable, wheel, directory or installed package name",
     )
@@ -214,7 +222,13 @@ def _pe_sections(src: ByteSource, head: bytes, display: str) -> tuple[tuple[str,
     sections = []
     for i in range(count):
         name, _vsize, _vaddr, raw_size, raw_ptr = struct.unpack_from("<8sIIII", raw, i * 40)
-        sections.append((name.rstrip(b"\0").decode("latin-1"), raw_ptr, raw_ptr + raw_size))
+        text = name.rstrip(b"\0").decode("latin-1")
+        if raw_size and raw_ptr + raw_size > src.size:
+            raise BinaryFormatError(
+                f"{display}: truncated PE (section {text or i} ends past the file's "
+                f"{src.size:,} bytes)"
+            )
+        sections.append((text, raw_ptr, raw_ptr + raw_size))
     return tuple(sections)
 
 

@@ -11,9 +11,10 @@ from typing import IO
 from torchsmith.binaries.archs import RunsOn, sort_key
 from torchsmith.binaries.fatbin import ByteSource, FatbinEntry, Scan, walk_region
 from torchsmith.binaries.formats import (
-    BinaryFormatError,
     Layout,
+    NotABinaryError,
     Region,
+    UnreadableFileError,
     describe_head,
     layout,
     section_of,
@@ -113,14 +114,14 @@ def read_binary(
     try:
         source = MappedFile(str(path))
     except FileNotFoundError:
-        raise BinaryFormatError(f"{shown}: no such file") from None
+        raise UnreadableFileError(f"{shown}: no such file") from None
     except IsADirectoryError:
-        raise BinaryFormatError(f"{shown}: is a directory") from None
+        raise UnreadableFileError(f"{shown}: is a directory") from None
     except OSError as exc:
-        raise BinaryFormatError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
+        raise UnreadableFileError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     with source:
         if source.size == 0:
-            raise BinaryFormatError(f"{shown}: not a binary (an empty file)")
+            raise NotABinaryError(f"{shown}: not a binary (an empty file)")
         found = layout(source, shown)
         scan = Scan()
         if found.device_code is not None:
@@ -187,7 +188,7 @@ def read_stream(
     head = source.read_at(0, 64)
     fmt = sniff(head)
     if fmt is None:
-        raise BinaryFormatError(f"{display}: not an ELF or PE binary ({describe_head(head)})")
+        raise NotABinaryError(f"{display}: not an ELF or PE binary ({describe_head(head)})")
     scan = Scan()
     walk_region(source, 0, size, scan, trusted=fmt == "fatbin", progress=progress)
     where = ("(scan)",) if scan.containers else ()

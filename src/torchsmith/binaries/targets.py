@@ -19,14 +19,16 @@ from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
 from torchsmith.binaries.formats import (
     PTX_HEAD_BYTES,
     BinaryFormatError,
+    NotABinaryError,
     Region,
+    UnreadableFileError,
     describe_head,
     ptx_target,
     sniff,
 )
 from torchsmith.binaries.reader import BinaryReport, read_binary, read_stream, with_offload
 from torchsmith.binaries.sources import StreamSource
-from torchsmith.errors import InputError
+from torchsmith.errors import InputError, UsageError
 from torchsmith.probe.model import ArchSet
 from torchsmith.util import cmd
 from torchsmith.util.inputs import check_input, open_input, os_error
@@ -107,6 +109,36 @@ class InspectReport:
     runs_on: RunsOn | None = None
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
+    unreadable: tuple[str, ...] = ()  # paths not read at all: "lib/x.so (permission denied)"
+    damaged: tuple[str, ...] = ()  # binaries cut short or malformed: "x.so (truncated ELF ...)"
+
+
+@dataclass
+class Problems:
+    """What a directory, wheel or package held that could not be read, or read as damaged."""
+
+    unreadable: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)
+
+    def add(self, shown: str, exc: InputError) -> None:
+        """File a read failure of ``shown``: damaged binary, unreadable path, or neither."""
+        reason = _reason(shown, exc.message)
+        if isinstance(exc, UnreadableFileError):
+            self.unreadable.append(f"{shown} ({reason})")
+        elif isinstance(exc, BinaryFormatError) and not isinstance(exc, NotABinaryError):
+            self.damaged.append(f"{shown} ({reason})")
+
+    def notes(self) -> list[str]:
+        out = []
+        for items, one, many in (
+            (self.unreadable, "1 path could not be read", "paths could not be read"),
+            (self.damaged, "1 file is damaged", "files are damaged"),
+        ):
+            if items:
+                head = one if len(items) == 1 else f"{len(items)} {many}"
+                more = f" and {len(items) - 5} more" if len(items) > 5 else ""
+                out.append(f"{head}: {', '.join(items[:5])}{more}")
+        return out
 
 
 def inspect_target(
@@ -130,15 +162,21 @@ def inspect_target(
     path = Path(target).expanduser()
     version = None
     notes: list[str] = []
+    problems = Problems()
+    if not target.strip():
+        raise UsageError(
+            "TARGET is empty", tip="give a binary, wheel, directory or package; '.' for here"
+        )
     if path.is_dir():
         kind: TargetKind = "directory"
         location = str(path)
-        binaries = _read_files(_directory_files(path), path, progress, notes)
+        files = _directory_files(path, problems)
+        binaries = _read_files(files, path, progress, notes, problems)
     elif path.is_file() or os.path.lexists(path):
         check_input(path, what="binary")  # refuses devices, FIFOs and sockets with one line
         kind, location = _file_kind(path), str(path)
         if kind == "wheel":
-            binaries = _read_wheel(path, progress, notes)
+            binaries = _read_wheel(path, progress, notes, problems)
         else:
             binaries = (read_binary(path),)
             if progress is not None:
@@ -150,9 +188,17 @@ def inspect_target(
         found = locate_package(target, python=python)
         location, version = found.location, found.version
         root = Path(found.location) if Path(found.location).is_dir() else None
-        binaries = _read_files(iter(found.files), root, progress, notes)
+        binaries = _read_files(iter(found.files), root, progress, notes, problems)
     report = summarize_binaries(
-        target, kind=kind, location=location, binaries=binaries, notes=notes, version=version
+        target,
+        kind=kind,
+        location=location,
+        binaries=binaries,
+        notes=[*notes, *problems.notes()],
+        version=version,
+    )
+    report = dataclasses.replace(
+        report, unreadable=tuple(problems.unreadable), damaged=tuple(problems.damaged)
     )
     if gfx is not None:
         report = with_runs_on_gfx(report, gfx, gpu=gpu)
@@ -300,10 +346,20 @@ def _file_kind(path: Path) -> TargetKind:
     return "file"
 
 
-def _directory_files(root: Path) -> Iterator[Path]:
-    """Every regular file under ``root`` that may be a binary (by name and first bytes), once."""
+def _directory_files(root: Path, problems: Problems | None = None) -> Iterator[Path]:
+    """Every regular file under ``root`` that may be a binary (by name and first bytes), once.
+
+    Folders and files that cannot be opened go to ``problems`` (when given) as unreadable.
+    """
     seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def failed(exc: OSError) -> None:
+        if problems is not None:
+            where = Path(exc.filename) if exc.filename else root
+            shown = str(where.relative_to(root)) if where.is_relative_to(root) else str(where)
+            problems.add(shown, UnreadableFileError(f"{shown}: {_os_reason(exc)}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
         dirnames.sort()
         for name in sorted(filenames):
             if Path(name).suffix.lower() in TEXT_SUFFIXES:
@@ -319,13 +375,19 @@ def _directory_files(root: Path) -> Iterator[Path]:
                 with path.open("rb") as fh:
                     if sniff(fh.read(8)) is None and path.suffix.lower() != ".ptx":
                         continue
-            except OSError:
+            except OSError as exc:
+                exc.filename = str(path)
+                failed(exc)
                 continue
             yield path
 
 
 def _read_files(
-    files: Iterator[Path], root: Path | None, progress: ProgressCallback | None, notes: list[str]
+    files: Iterator[Path],
+    root: Path | None,
+    progress: ProgressCallback | None,
+    notes: list[str],
+    problems: Problems,
 ) -> tuple[BinaryReport, ...]:
     paths = list(files)
     sizes = [_size(p) for p in paths]
@@ -343,18 +405,30 @@ def _read_files(
         try:
             out.append(read_binary(path, display=shown))
         except InputError as exc:
-            out.append(_unreadable(shown, size, exc.message))
+            problems.add(shown, exc)
+            if not isinstance(exc, UnreadableFileError):
+                out.append(_unreadable(shown, size, exc.message))
         done += size
     if progress is not None:
         progress(total, total, "")
-    if not paths:
+    if not paths and not problems.unreadable:
         notes.append("no binaries (ELF or PE files) found")
     return tuple(out)
 
 
 def _unreadable(shown: str, size: int, message: str) -> BinaryReport:
-    reason = message.split(": ", 1)[1] if message.startswith(shown + ": ") else message
+    reason = _reason(shown, message)
     return BinaryReport(shown, "unknown", size, False, notes=(reason,), error=reason)
+
+
+def _reason(shown: str, message: str) -> str:
+    return message.split(": ", 1)[1] if message.startswith(shown + ": ") else message
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return f"cannot be read: {exc.strerror or type(exc).__name__}"
 
 
 def _size(path: Path) -> int:
@@ -368,7 +442,7 @@ def _size(path: Path) -> int:
 
 
 def _read_wheel(
-    path: Path, progress: ProgressCallback | None, notes: list[str]
+    path: Path, progress: ProgressCallback | None, notes: list[str], problems: Problems
 ) -> tuple[BinaryReport, ...]:
     try:
         archive = zipfile.ZipFile(path)
@@ -408,8 +482,10 @@ def _read_wheel(
                         report = with_offload(report, source, (whole,))
                 out.append(report)
             except InputError as exc:
+                problems.add(shown, exc)
                 out.append(_unreadable(shown, info.file_size, exc.message))
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                problems.damaged.append(f"{shown} (cannot be read from the wheel: {exc})")
                 out.append(
                     _unreadable(shown, info.file_size, f"cannot be read from the wheel: {exc}")
                 )

@@ -32,7 +32,7 @@ def render_inspect(report: InspectReport, console: Console, *, show_all: bool = 
         if binary.has_gpu_code:
             console.print(_binary_table(binary))
         console.print(_binary_facts(binary))
-    hidden = len(report.binaries) - len(shown)
+    hidden = sum(1 for b in report.binaries if b not in shown and b.error is None)
     if hidden:
         console.print(
             Text(f"{hidden} binaries without GPU code not shown (--all shows them)", style="dim")
