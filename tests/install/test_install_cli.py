@@ -57,7 +57,7 @@ def test_rollback_with_nothing_recorded(
 ) -> None:
     monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "empty.db"))
     assert main(["install", "--rollback"]) == 3
-    assert "no install recorded" in one_error(capsys)
+    assert "no install left to roll back" in one_error(capsys)
 
 
 def test_unreachable_index_in_json(
@@ -148,3 +148,17 @@ def test_a_probe_of_another_os_is_refused(
     windows.write_text(json.dumps(data))
     assert main(["install", "--dry-run", "--probe", str(windows)]) == 2
     assert "describes a windows machine" in one_error(capsys)
+
+
+def test_a_folder_that_is_no_venv_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # audit: `install --venv proj` turned a project folder into a venv (bin/, lib/, pyvenv.cfg)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "main.py").write_text("print(1)\n")
+    before = tree_hash(project)
+    code = main(["install", "--venv", str(project), *TORCH, "--dry-run"])
+    assert code == 2
+    assert "is not a virtual environment" in one_error(capsys)
+    assert tree_hash(project) == before

@@ -136,6 +136,20 @@ def test_install_then_verify(venv: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert Path(attempt.result["snapshot"], "manifest.json").is_file()
 
 
+def test_rollback_dry_run_changes_nothing(venv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # audit: --rollback --dry-run rolled back for real
+    before = tree_hash(venv)
+    code, doc = run_json(capsys, "--rollback", "--dry-run")
+    assert code == 0
+    assert doc["data"]["status"] == "planned"
+    assert doc["data"]["changed"]["torch"][1] is None  # torch would go
+    assert tree_hash(venv) == before
+    # --venv limits the rollback to installs into that venv; another venv has none
+    other = str(venv.parent / "other-venv")
+    assert main(["install", "--rollback", "--venv", other]) == 3
+    assert "no install into" in capsys.readouterr().err
+
+
 def test_rollback_restores_the_set_before_the_install(
     venv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -149,3 +163,9 @@ def test_rollback_restores_the_set_before_the_install(
     assert packages(venv) == wanted
     assert "torch" not in packages(venv)
     assert not list(venv.glob("bin/torchrun"))
+
+
+def test_nothing_is_left_to_roll_back(capsys: pytest.CaptureFixture[str]) -> None:
+    # audit: a second --rollback "rolled back" the rollback, or a failed install already restored
+    assert main(["install", "--rollback"]) == 3
+    assert "no install left to roll back" in capsys.readouterr().err

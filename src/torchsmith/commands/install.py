@@ -77,7 +77,12 @@ def install(  # noqa: PLR0917
     if rollback_id is not None:
         if rollback_id != "latest" and not rollback_id.isdigit():
             raise UsageError(f"--rollback {rollback_id}: not a ledger attempt id")
-        result = executor.rollback(None if rollback_id == "latest" else int(rollback_id))
+        target = _rollback_python(venv, python)
+        result = executor.rollback(
+            None if rollback_id == "latest" else int(rollback_id),
+            python=target,
+            dry_run=dry_run,
+        )
         emit("install", result, as_json=as_json, render=render_install)
         if result.error:
             raise click.exceptions.Exit(4)
@@ -126,6 +131,19 @@ def install(  # noqa: PLR0917
     emit("install", result, as_json=as_json, render=render_install)
     if result.verify is not None and not getattr(result.verify, "ok", True):
         raise click.exceptions.Exit(1)
+
+
+def _rollback_python(venv: str | None, python: str | None) -> str | None:
+    """The interpreter --rollback is limited to: --venv's, or --python's; None for any."""
+    from torchsmith.errors import UsageError  # noqa: PLC0415
+    from torchsmith.install import steps  # noqa: PLC0415
+    from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+
+    if venv is not None and python is not None:
+        raise UsageError("--venv and --python name two targets", tip="pass one of them")
+    if venv is not None:
+        return str(steps.venv_python(Path(venv)).absolute())
+    return resolve_python(python) if python is not None else None
 
 
 def _recommendation(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -58,6 +59,12 @@ def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
         raise UsageError("--venv and --python name two targets", tip="pass one of them")
     if options.venv is not None and not steps.venv_python(Path(options.venv)).exists():
         venv = Path(options.venv).absolute()
+        if venv.exists() and (not venv.is_dir() or any(venv.iterdir())):
+            raise UsageError(
+                f"--venv {options.venv}: exists and is not a virtual environment (no "
+                f"{steps.venv_python(Path())})",
+                tip="name a new or empty folder for the venv, or an existing venv",
+            )
         result.steps.append(steps.venv_step(venv))
         result.python = str(steps.venv_python(venv))
     else:
@@ -115,8 +122,10 @@ def run_install(
     }
     on_step("checking the package index")
     indexes.require_reachable(forced)
+    created: Path | None = None
     for step in result.steps[:-1]:  # create the venv
         on_step(step.title)
+        created = Path(options.venv or "").absolute()
         cmd.run(step.argv, timeout=300, check=True)
         result.notes.append(f"created {options.venv}")
     info, _ = probe_python_and_torch(result.python)
@@ -136,12 +145,12 @@ def run_install(
     try:
         _install(result, sites, on_step)
     except KeyboardInterrupt:
-        _restore(result, "interrupted")
+        _restore(result, "interrupted", created)
         ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
         raise
     except TorchsmithError as exc:
         result.error = exc.message
-        _restore(result, "rolled-back")
+        _restore(result, "rolled-back", created)
         result.duration_s = round(time.monotonic() - started, 2)
         ledger.finish(
             attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
@@ -149,7 +158,7 @@ def run_install(
         )  # fmt: skip
         return result
     except BaseException:  # a bug or OS failure: still put the environment back, then surface
-        _restore(result, "rolled-back")
+        _restore(result, "rolled-back", created)
         ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
     result.status = "succeeded"
@@ -187,7 +196,14 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
 
 
-def _restore(result: InstallResult, status: str) -> None:
+def _restore(result: InstallResult, status: str, created: Path | None = None) -> None:
+    """Put the environment back as the snapshot has it; a venv this install created goes."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        result.status = status  # type: ignore[assignment]
+        result.before, result.after, result.changed = {}, {}, {}  # it did not exist before
+        result.notes.append(f"removed {created}, which this install had created")
+        return
     if result.snapshot is None:
         return
     after = snapshot.restore(result.snapshot)
@@ -230,18 +246,22 @@ def _ledger_result(result: InstallResult) -> dict[str, Any]:
     }
 
 
-def rollback(attempt_id: int | None, *, ledger: Ledger | None = None) -> InstallResult:
-    """Restore the environment an install changed to its package set before that install."""
+def rollback(
+    attempt_id: int | None,
+    *,
+    python: str | None = None,
+    dry_run: bool = False,
+    ledger: Ledger | None = None,
+) -> InstallResult:
+    """Restore the environment an install changed to its package set before that install.
+
+    Without an id, the latest install that changed an environment and is not undone yet: a
+    failed or interrupted install was restored when it failed, and a rollback is not an install.
+    ``python`` (the target's interpreter) limits that choice to installs into it, and must match
+    an install named by id. A dry run reads the snapshot and says what would change.
+    """
     ledger = ledger or Ledger()
-    if attempt_id is None:
-        installs = [a for a in ledger.list(kind="install") if a.result.get("snapshot")]
-        if not installs:
-            raise InputError("no install recorded in the ledger", tip="nothing to roll back")
-        attempt = max(installs, key=lambda a: a.id)
-    else:
-        attempt = ledger.get(attempt_id)
-        if attempt.kind != "install" or not attempt.result.get("snapshot"):
-            raise InputError(f"attempt {attempt_id} is not an install with a snapshot")
+    attempt = _rollback_target(ledger, attempt_id, python)
     data = attempt.result
     result = InstallResult(
         python=str(data.get("python")), installer="torchsmith", status="rolled-back",
@@ -249,7 +269,14 @@ def rollback(attempt_id: int | None, *, ledger: Ledger | None = None) -> Install
     )  # fmt: skip
     manifest = snapshot.load(result.snapshot or "")
     sites = tuple(str(s) for s in manifest["site_packages"])  # type: ignore[attr-defined]
+    wanted = dict(manifest["packages"])  # type: ignore[call-overload]
     result.before = package_set(read_dists(sites))
+    if dry_run:
+        result.status = "planned"
+        result.after = wanted
+        result.changed = diff(result.before, wanted)
+        result.notes.append(f"would roll back install #{attempt.id}; nothing was changed")
+        return result
     new = ledger.start(
         "install", config={"rollback_of": attempt.id}, command=("install", "--rollback"),
         tree=result.python,
@@ -258,9 +285,50 @@ def rollback(attempt_id: int | None, *, ledger: Ledger | None = None) -> Install
     result.after = snapshot.restore(result.snapshot or "")
     result.changed = diff(result.before, result.after)
     result.notes.append(f"rolled back install #{attempt.id}")
-    wanted = dict(manifest["packages"])  # type: ignore[call-overload]
     ok = result.after == wanted
     if not ok:
         result.error = "restore incomplete: " + json.dumps(diff(wanted, result.after))
     ledger.finish(new, status="succeeded" if ok else "failed", result=_ledger_result(result))
     return result
+
+
+def _same_python(a: str, b: str) -> bool:
+    """One interpreter path (a venv's bin/python is a link to the base one: links are not
+    followed, the venv is the target)."""
+    return os.path.normcase(Path(a).absolute()) == os.path.normcase(Path(b).absolute())
+
+
+def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None) -> Any:
+    installs = ledger.list(kind="install")
+    if attempt_id is not None:
+        attempt = ledger.get(attempt_id)
+        if attempt.kind != "install" or not attempt.result.get("snapshot"):
+            raise InputError(f"attempt {attempt_id} is not an install with a snapshot")
+        if python is not None and not _same_python(str(attempt.result.get("python")), python):
+            raise UsageError(
+                f"install #{attempt_id} changed {attempt.result.get('python')}, not {python}",
+                tip="leave out --venv/--python, or name an install of that environment",
+            )
+        return attempt
+    undone = {
+        a.config.get("rollback_of")
+        for a in installs
+        if "rollback_of" in a.config and a.status == "succeeded"
+    }
+    candidates = [
+        a
+        for a in installs
+        if a.result.get("snapshot")
+        and "rollback_of" not in a.config
+        and a.status == "succeeded"
+        and a.id not in undone
+        and (python is None or _same_python(str(a.result.get("python")), python))
+    ]
+    if not candidates:
+        where = f" into {python}" if python else ""
+        raise InputError(
+            f"no install{where} left to roll back in the ledger",
+            tip="failed installs were restored when they failed; `torchsmith attempts list "
+            "--kind install` lists them all (roll back one by id: --rollback ID)",
+        )
+    return max(candidates, key=lambda a: a.id)

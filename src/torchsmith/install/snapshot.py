@@ -4,7 +4,8 @@ A snapshot keeps every file that RECORD lists for each distribution installed be
 install, hard-linked where the filesystem allows (installers unlink and rewrite files, so the
 linked copy keeps the old content at no cost) and copied otherwise. Restoring removes every
 distribution that is not in the snapshot (or has another version) through its RECORD, then puts
-the snapshot's files back.
+the snapshot's files back: all of them for a package that changed, and for one that kept its
+version every file that is missing or is no longer the snapshot's.
 """
 
 from __future__ import annotations
@@ -101,15 +102,30 @@ def restore(path: str | Path) -> dict[str, str]:
     now = read_dists(sites)
     store = Path(path) / "files"
     for name, version in wanted.items():
-        if name in now and now[name].version == version:
-            continue
+        # a package that kept its version may still have lost or changed a file another one
+        # wrote over (two wheels shipping one module): every file is checked, not the version
+        same = name in now and now[name].version == version
         for original, stored in files.get(name, []):
             target = Path(original)
+            if same and _unchanged(target, store / stored):
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()
             shutil.copy2(store / stored, target)
     return package_set(read_dists(sites))
+
+
+def _unchanged(path: Path, stored: Path) -> bool:
+    """Whether ``path`` still holds the snapshot's file: the same file (a hard link), or a copy
+    of the same size and modification time (copy2 keeps it; installers write new files)."""
+    try:
+        now, then = path.lstat(), stored.stat()
+    except OSError:
+        return False
+    if (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
+        return True
+    return (now.st_size, now.st_mtime_ns) == (then.st_size, then.st_mtime_ns)
 
 
 def _intact(dist: Dist) -> bool:
