@@ -7,6 +7,11 @@ Shape (pinned by tests/test_envelope_contract.py)::
 
 and on failure ``{"schema": ..., "ok": false,
 "error": {"message": ..., "tip": ..., "exit_code": N}}``.
+
+``ok`` says whether the command did its work, not whether what it examined is healthy: a build
+that ran and failed, or a verify whose check failed, is ``ok: true`` with the outcome in ``data``
+(and exit code 1); ``ok: false`` is bad usage or input, a tool that failed, or an install that
+failed and was restored (exit code 2 or more).
 """
 
 from __future__ import annotations
