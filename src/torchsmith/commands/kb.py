@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from torchsmith.commands.common import console
+from torchsmith.binaries.archs import parse_arch
+from torchsmith.commands.common import console, emit, json_option
 from torchsmith.errors import UsageError
 from torchsmith.util.inputs import read_input
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from torchsmith.knowledge import CudaToolkit, GpuModel, Knowledge, TorchRelease
+    from torchsmith.knowledge.model import AmdGpu, IntelGpu
 
 MAX_KB_INPUT = 64 * 1024 * 1024  # a release list or index page is far smaller
 
@@ -18,51 +29,176 @@ def kb() -> None:
     """The knowledge base of GPUs, CUDA toolkits, drivers and torch releases."""
 
 
+@dataclass(frozen=True)
+class KbAnswer:
+    """What the knowledge base says about one thing: its records, and the same as lines."""
+
+    query: str
+    kind: Literal["gpu", "amd_gpu", "intel_gpu", "architecture", "cuda_toolkit", "torch_release"]
+    facts: Any  # the knowledge base's own record(s), or a mapping of them
+    lines: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
 @kb.command()
 @click.argument("what")
-def show(what: str) -> None:
-    """Show what the knowledge base says about a GPU name, a CUDA version or a torch version."""
+@json_option
+def show(what: str, *, as_json: bool) -> None:
+    """Show what the knowledge base says about a GPU (NVIDIA, AMD, Intel), an architecture
+    (sm_90, compute_120), a CUDA version or a torch version.
+
+    A bare X.Y that is both a CUDA version and a compute capability is the CUDA version; ask
+    for the compute capability as sm_XY.
+    """
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415 (fast --help)
 
-    base = load_knowledge()
-    out = console()
+    answer = lookup(load_knowledge(), what)
+    emit("kb", answer, as_json=as_json, render=_render_answer)
+
+
+def _render_answer(answer: KbAnswer, out: Console) -> None:
+    for line in answer.lines:
+        out.print(line, markup=False)
+    for note in answer.notes:
+        out.print(f"note: {note}", markup=False)
+
+
+def lookup(base: Knowledge, what: str) -> KbAnswer:
+    """The first reading of ``what`` the knowledge base has; UsageError when it has none."""
+    if re.match(r"^\s*(sm|compute)_", what, re.IGNORECASE):
+        arch = _architecture(base, what)
+        if arch is None:
+            raise UsageError(
+                f"{what!r} is not an architecture the knowledge base knows",
+                tip="write sm_XY or compute_XY with a compute capability X.Y, e.g. sm_90",
+            )
+        return arch
     gpu = base.find_gpu(what)
     if gpu is not None:
-        src = base.sources[gpu.source]
-        out.print(
-            f"{gpu.name}: compute capability {gpu.compute_capability} ({gpu.sm}), "
-            f"{gpu.architecture}, {gpu.kind}"
-        )
-        out.print(f"  source: {src.title} <{src.url}> [{src.status}]")
-        return
+        return _nvidia_gpu(base, what, gpu)
     release = base.torch_release(what)
     if release is not None:
-        out.print(
-            f"torch {release.version} ({release.date}), Requires-Python {release.requires_python}"
-        )
-        for platform, tags in release.python.items():
-            default = release.pypi_default.get(platform, "?")
-            out.print(f"  {platform}: Python {', '.join(tags)}; PyPI default {default}")
-        out.print(f"  index variants: {', '.join(release.variants)}")
-        comp = base.companions(release.version)
-        if comp:
-            out.print(f"  torchvision {comp['torchvision']}, torchaudio {comp['torchaudio']}")
-        return
-    toolkit = base.toolkit(what)
+        return _torch_release(base, what, release)
+    toolkit = base.toolkit(what) if re.fullmatch(r"\s*\d+\.\d+(\.\d+)*\s*", what) else None
     if toolkit is not None:
-        out.print(
-            f"CUDA {toolkit.version}: driver >= {toolkit.min_driver_linux or '?'} (Linux), "
-            f">= {toolkit.min_driver_windows or 'N/A'} (Windows)"
-        )
-        out.print(f"  nvcc targets: {' '.join(toolkit.sm_targets)}")
-        out.print(
-            f"  host compilers: gcc <= {toolkit.max_gcc_major}, clang <= "
-            f"{toolkit.max_clang_major}, _MSC_VER {toolkit.msc_ver_min}-{toolkit.msc_ver_max}"
-        )
-        return
+        return _toolkit(base, what, toolkit)
+    if re.fullmatch(r"\s*\d{1,2}\.\d\s*", what):
+        arch = _architecture(base, "sm_" + what.strip().replace(".", ""))
+        if arch is not None:
+            return dataclasses.replace(arch, query=what)
+    amd = base.find_amd_gpu(what)
+    if amd is not None:
+        return _amd_gpu(base, what, amd)
+    intel = base.find_intel_gpu(what)
+    if intel is not None:
+        return _intel_gpu(base, what, intel)
     close = base.suggest_gpus(what)
     hint = f"; close GPU names: {', '.join(close)}" if close else ""
-    raise UsageError(f"{what!r} is not a known GPU, torch version or CUDA version{hint}")
+    raise UsageError(
+        f"{what!r} is not a known GPU, architecture, torch version or CUDA version{hint}",
+        tip="give a GPU name (NVIDIA, AMD or Intel), sm_XY, a CUDA version (12.8) or a torch "
+        "version (2.6)",
+    )
+
+
+def _source_line(base: Knowledge, key: str) -> str:
+    src = base.sources.get(key)
+    return f"  source: {src.title} <{src.url}> [{src.status}]" if src else f"  source: {key}"
+
+
+def _nvidia_gpu(base: Knowledge, what: str, gpu: GpuModel) -> KbAnswer:
+    lines = (
+        f"{gpu.name}: compute capability {gpu.compute_capability} ({gpu.sm}), "
+        f"{gpu.architecture}, {gpu.kind}",
+        f"  CUDA toolkits that can target {gpu.sm}: {base.toolkits_for_text([gpu.sm])}",
+        _source_line(base, gpu.source),
+    )
+    return KbAnswer(what, "gpu", gpu, lines)
+
+
+def _amd_gpu(base: Knowledge, what: str, amd: AmdGpu) -> KbAnswer:
+    kind = "consumer (Radeon)" if amd.consumer else "datacenter (Instinct)"
+    lines = (
+        f"{amd.name}: AMD GPU, LLVM target {amd.gfx} (HSA_OVERRIDE_GFX_VERSION "
+        f"{amd.hsa_version}), {kind}",
+        *(_source_line(base, key) for key in amd.sources),
+    )
+    return KbAnswer(what, "amd_gpu", amd, lines)
+
+
+def _intel_gpu(base: Knowledge, what: str, intel: IntelGpu) -> KbAnswer:
+    since = f" from torch {intel.torch_min}" if intel.torch_min else ""
+    lines = (
+        f"{intel.name}: Intel GPU, {intel.family}",
+        f"  PyTorch xpu wheels support it{since} on {', '.join(intel.os)}",
+        *(_source_line(base, key) for key in intel.sources),
+    )
+    return KbAnswer(what, "intel_gpu", intel, lines)
+
+
+def _architecture(base: Knowledge, what: str) -> KbAnswer | None:
+    """sm_XY / compute_XY (a/f too): the GPUs of that compute capability and the toolkits."""
+    try:
+        arch = parse_arch(what)
+    except ValueError:
+        return None
+    sm = f"sm_{arch.number}"
+    gpus = [g.name for g in base.gpus if g.compute_capability == arch.compute_capability]
+    toolkits = [t.version for t in base.toolkits_for([sm])]
+    if not gpus and not toolkits:
+        return None
+    variant = {
+        "a": f"arch-specific: runs only on compute capability {arch.compute_capability}",
+        "f": f"family-specific: runs on {arch.major}.x GPUs from {arch.compute_capability} on",
+        "": "",
+    }[arch.variant]
+    lines = (
+        f"{arch.name}: compute capability {arch.compute_capability}"
+        + (f" ({variant})" if variant else ""),
+        f"  GPUs: {', '.join(gpus) or 'none in the knowledge base'}",
+        f"  CUDA toolkits that can target {sm}: {base.toolkits_for_text([sm])}",
+    )
+    facts = {
+        "arch": arch.name,
+        "compute_capability": arch.compute_capability,
+        "gpus": gpus,
+        "cuda_toolkits": toolkits,
+    }
+    return KbAnswer(what, "architecture", facts, lines)
+
+
+def _toolkit(base: Knowledge, what: str, toolkit: CudaToolkit) -> KbAnswer:
+    lines = (
+        f"CUDA {toolkit.version}: minimum driver on Linux {_known(toolkit.min_driver_linux)}, "
+        f"on Windows {_known(toolkit.min_driver_windows)}",
+        f"  nvcc targets: {' '.join(toolkit.sm_targets)}",
+        f"  host compilers: gcc <= {toolkit.max_gcc_major}, clang <= "
+        f"{toolkit.max_clang_major}, _MSC_VER {toolkit.msc_ver_min}-{toolkit.msc_ver_max}",
+    )
+    notes: tuple[str, ...] = ()
+    sm = f"sm_{toolkit.version.replace('.', '')}"
+    if what.strip() == toolkit.version and _architecture(base, sm) is not None:
+        notes = (
+            f"{toolkit.version} is also a compute capability: `torchsmith kb show {sm}` shows "
+            "that architecture",
+        )
+    return KbAnswer(what, "cuda_toolkit", toolkit, lines, notes)
+
+
+def _known(value: str | None) -> str:
+    return value if value else "unknown (not in the knowledge base)"
+
+
+def _torch_release(base: Knowledge, what: str, release: TorchRelease) -> KbAnswer:
+    lines = [f"torch {release.version} ({release.date}), Requires-Python {release.requires_python}"]
+    for platform, tags in release.python.items():
+        default = release.pypi_default.get(platform) or "unknown"
+        lines.append(f"  {platform}: Python {', '.join(tags)}; PyPI default {default}")
+    lines.append(f"  index variants: {', '.join(release.variants)}")
+    comp = base.companions(release.version)
+    if comp:
+        lines.append(f"  torchvision {comp['torchvision']}, torchaudio {comp['torchaudio']}")
+    return KbAnswer(what, "torch_release", release, tuple(lines))
 
 
 @kb.command()
