@@ -189,3 +189,26 @@ def test_killed_process_reads_back_as_died(tmp_path: Path) -> None:
     child.wait(timeout=30)
     child.stdout.close()
     assert ledger.get(attempt_id).status == "died"
+
+
+def test_reading_a_missing_ledger_creates_nothing(tmp_path: Path) -> None:
+    # audit: `attempts list` with TORCHSMITH_LEDGER at a new path created the file (and folders)
+    path = tmp_path / "deep" / "ledger.sqlite3"
+    ledger = Ledger(path)
+    assert ledger.list() == []
+    with pytest.raises(LedgerError):
+        ledger.get(1)
+    assert not path.parent.exists()
+
+
+def test_ids_beyond_sqlite_and_damaged_rows_are_one_line(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    attempt = ledger.start("build", config={"jobs": 4}, command=["torchsmith", "build"])
+    with pytest.raises(LedgerError, match="no attempt"):
+        ledger.get(10**23)  # audit: OverflowError: Python int too large to convert to SQLite
+    with sqlite3.connect(ledger.path) as conn:
+        conn.execute("UPDATE attempts SET command = 'not json' WHERE id = ?", (attempt,))
+    (read,) = ledger.list()  # audit: one damaged row made the whole ledger unreadable
+    assert read.command == []
+    assert read.config == {"jobs": 4}
+    assert read.result["unreadable_columns"] == ["command"]

@@ -105,6 +105,9 @@ class Attempt:
     result: dict[str, Any] = field(default_factory=dict)
 
 
+_MAX_ID = 2**63 - 1  # SQLite's largest INTEGER: an id above it is in no ledger
+
+
 def default_path() -> Path:
     override = os.environ.get(ENV_VAR)
     if override:
@@ -314,6 +317,8 @@ class Ledger:
 
     # -- reading --------------------------------------------------------------------------
     def get(self, attempt_id: int) -> Attempt:
+        if not 0 < attempt_id <= _MAX_ID or not self._exists():
+            raise self._missing(attempt_id)
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
         if row is None:
@@ -330,7 +335,9 @@ class Ledger:
         query += " ORDER BY id DESC"
         if limit is not None:
             query += " LIMIT ?"
-            params.append(limit)
+            params.append(min(limit, _MAX_ID))
+        if not self._exists():
+            return []  # reading creates nothing: the ledger is made by the first attempt
         with self._connect() as conn:
             rows = conn.execute(query, params).fetchall()
         return [self._attempt(row) for row in rows]
@@ -340,6 +347,9 @@ class Ledger:
             if tree is None or attempt.tree == str(tree):
                 return attempt
         return None
+
+    def _exists(self) -> bool:
+        return self._ready or self.path.exists()
 
     def _missing(self, attempt_id: int) -> LedgerError:
         return LedgerError(
@@ -351,6 +361,24 @@ class Ledger:
         status = row["status"]
         if status == "running" and not self._still_running(row):
             status = "died"
+        unreadable: list[str] = []
+
+        def loads(column: str, default: Any) -> Any:
+            # a row written by hand or by a damaged file: that value is lost, not the ledger
+            text = row[column]
+            if text is None:
+                return None if column == "probe" else default
+            try:
+                return json.loads(text)
+            except ValueError:
+                unreadable.append(column)
+                return default
+
+        command, config, probe = loads("command", []), loads("config", {}), loads("probe", None)
+        tools, diagnoses, archs = loads("tools", {}), loads("diagnoses", []), loads("archs", [])
+        result = loads("result", {})
+        if unreadable and isinstance(result, dict):
+            result["unreadable_columns"] = unreadable
         return Attempt(
             id=row["id"],
             kind=row["kind"],
@@ -363,17 +391,17 @@ class Ledger:
             git_commit=row["git_commit"],
             git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]),
             project_kind=row["project_kind"],
-            command=json.loads(row["command"]),
-            config=json.loads(row["config"]),
-            probe=None if row["probe"] is None else json.loads(row["probe"]),
-            tools=json.loads(row["tools"]),
+            command=command,
+            config=config,
+            probe=probe,
+            tools=tools,
             log_path=row["log_path"],
             exit_code=row["exit_code"],
             duration_s=row["duration_s"],
             peak_rss_bytes=row["peak_rss_bytes"],
-            diagnoses=json.loads(row["diagnoses"]),
-            archs=json.loads(row["archs"]),
-            result=json.loads(row["result"]),
+            diagnoses=diagnoses,
+            archs=archs,
+            result=result,
         )
 
     @staticmethod

@@ -33,7 +33,14 @@ def attempts() -> None:
 @json_option
 def list_cmd(kind: str | None, limit: int, as_json: bool) -> None:
     """The newest attempts first."""
-    emit("attempts", Ledger().list(kind=kind, limit=limit), as_json=as_json, render=render_list)
+    ledger = Ledger()
+    rows = ledger.list(kind=kind, limit=limit)
+    if kind is not None and not rows and not as_json:
+        others = len(ledger.list())
+        if others:
+            click.echo(f"no {kind} attempts recorded ({others} of other kinds: attempts list)")
+            return
+    emit("attempts", rows, as_json=as_json, render=render_list)
 
 
 @attempts.command("show")
