@@ -177,3 +177,29 @@ def test_two_h200s_recorded_figures_and_nccl() -> None:
         assert 0.5 * gpu["peak_bf16_tflops"] < gpu["bf16_tflops"] < gpu["peak_bf16_tflops"]
         assert gpu["copy_gbs"] < gpu["peak_bandwidth_gbs"]
     assert data["nccl_busbw_gbs"] == 258.0
+
+
+C_EXTENSIONS_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/tmp/verify_target.py", line 62, in import_torch
+    import torch
+  File "/venv/lib/python3.11/site-packages/torch/__init__.py", line 1055, in <module>
+    raise ImportError(
+ImportError: Failed to load PyTorch C extensions:
+    It appears that PyTorch has loaded the `torch/_C` folder
+    of the PyTorch repository rather than the C extensions which
+    are expected in the `torch._C` namespace.
+    or by running Python from a different directory.
+"""
+
+
+def test_an_import_failure_no_rule_knows_is_named_by_its_exception_line() -> None:
+    """Not by the last line of a message that runs on, nor by explain's catch-all title."""
+    for line in ("ImportError: Failed to load PyTorch C extensions:", None):
+        state = {"import_error": C_EXTENSIONS_TRACEBACK, "import_error_line": line}
+        (finding,) = _report(state).findings
+        assert finding.category == "other"
+        assert finding.message == (
+            "`import torch` failed: ImportError: Failed to load PyTorch C extensions:"
+        )
+        assert "torchsmith explain" in finding.fix

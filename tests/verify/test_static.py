@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,83 @@ def test_missing_cudnn_in_a_gcc_built_cuda_layout_matches_ldd(tmp_path: Path) ->
     if ldd is not None:
         said = subprocess.run([ldd, str(c_ext)], capture_output=True, text=True, check=False)
         assert "libcudnn.so.9 => not found" in said.stdout
+
+
+@pytest.mark.integration
+def test_garbage_extension_module_is_damaged_not_resolved(torch_copy: Path) -> None:
+    """torch/_C*.so replaced by text: ld.so stops on it ("file too short"), so the check fails
+    naming the file instead of passing on the 19 libraries of torch/lib it still resolves."""
+    (c_ext,) = torch_copy.glob("_C*.so")
+    c_ext.unlink()
+    c_ext.write_text("garbage\n")
+    env = loader_env("linux", [str(torch_copy.parent)], "python")
+    result = check_torch(torch_copy, env)
+    (damaged,) = result.missing
+    assert (damaged.name, damaged.path, damaged.needed_by) == (c_ext.name, str(c_ext), "")
+    assert damaged.damaged == "is not an ELF file"
+    assert result.unreadable == (str(c_ext),)
+    (finding,) = static.findings(result, "2.13.0+cpu", None)
+    assert (finding.category, finding.severity) == ("missing-runtime-library", "error")
+    assert "is present but damaged: it is not an ELF file" in finding.message
+    assert "`import torch` fails" in finding.message
+    assert "part of the torch wheel itself" in finding.fix
+
+
+@pytest.mark.integration
+def test_empty_core_library_is_damaged_not_missing(torch_copy: Path) -> None:
+    lib = torch_copy / "lib" / "libtorch_cpu.so"
+    lib.unlink()
+    lib.touch()
+    env = loader_env("linux", [str(torch_copy.parent)], "python")
+    result = check_torch(torch_copy, env)
+    assert [(m.name, m.damaged, m.via) for m in result.missing] == [
+        ("libtorch_cpu.so", "is empty", "runpath")
+    ]
+    assert result.missing_lazy == ()  # the same file, reached again from torch/lib: said once
+    (finding,) = static.findings(result, "2.13.0+cpu", None)
+    assert "cannot be found" not in finding.message
+    assert "libtorch_cpu.so is present but damaged: it is empty" in finding.message
+    assert "needed by libtorch_python.so" in finding.message
+
+
+def test_a_damaged_candidate_stops_the_search_as_ld_so_does(tmp_path: Path) -> None:
+    """ld.so skips a library of another ELF class, but fails on a file that is no ELF at all
+    (a linker script here), even when a good copy comes later in the search."""
+    dirs = [tmp_path / d for d in ("32bit", "script", "good")]
+    for d in dirs:
+        d.mkdir()
+    (dirs[0] / "libx.so").write_bytes(b"\x7fELF\x01\x01\x01" + b"\0" * 13)
+    (dirs[1] / "libx.so").write_text("INPUT(-lx)\n")
+    shutil.copy2(Path(sys.executable).resolve(), dirs[2] / "libx.so")  # an ELF of this machine
+    head = (dirs[2] / "libx.so").read_bytes()[:20]
+    walker = static._Walker(tmp_path, LoaderEnv("linux"))
+    walker.machine = (head[4], int.from_bytes(head[18:20], "little"))  # this machine's
+    path = [str(d) for d in dirs]
+    found = walker._find("libx.so", str(tmp_path / "needer.so"), (path[0], path[2]))
+    assert (found.path, found.via, found.damaged) == (str(dirs[2] / "libx.so"), "rpath", None)
+    found = walker._find("libx.so", str(tmp_path / "needer.so"), tuple(path))
+    assert (found.path, found.damaged) == (str(dirs[1] / "libx.so"), "is not an ELF file")
+
+
+@pytest.mark.parametrize(
+    ("version", "command"),
+    [
+        (
+            "2.13.0+cpu",
+            "pip install --force-reinstall torch==2.13.0+cpu "
+            "--index-url https://download.pytorch.org/whl/cpu",
+        ),
+        ("2.11.0+cu128", "torch==2.11.0+cu128 --index-url https://download.pytorch.org/whl/cu128"),
+        ("2.9.1+rocm6.4", "--index-url https://download.pytorch.org/whl/rocm6.4"),
+        ("2.9.0+xpu", "--index-url https://download.pytorch.org/whl/xpu"),
+        ("2.9.0", "pip install --force-reinstall torch==2.9.0"),
+        ("2.10.0a0+git1234abc", "pip install --force-reinstall torch==2.10.0a0+git1234abc"),
+    ],
+)
+def test_reinstall_names_the_index_of_a_local_build(version: str, command: str) -> None:
+    """PyPI has no +cpu/+cuXXX/+rocm/+xpu builds: pip finds them only on their own index."""
+    said = static.reinstall_torch(version)
+    assert command in said
+    if "--index-url" not in command:
+        assert "--index-url" not in said
+    assert command in static.fix_for("libc10.so", version, None)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchsmith.cli import main
+from torchsmith.errors import UsageError
 from torchsmith.probe.model import DriverInfo, GpuInfo
 from torchsmith.verify import VerifyReport, run_verify
 
@@ -126,3 +127,85 @@ def test_crashing_target_gives_one_clear_line(
     assert not report.ok
     assert report.error is not None
     assert "exit status 139" in report.error
+
+
+def _categories(report: VerifyReport) -> list[tuple[str, str]]:
+    return [(f.category, f.severity) for f in report.findings if f.category != "cpu-only-torch"]
+
+
+@pytest.mark.parametrize("how", ["deleted", "symlink loop"])
+def test_missing_core_library_is_said_once_without_an_extension_guess(
+    torch_copy: Path, how: str
+) -> None:
+    """The import fails because of what the static check named: no second finding that blames an
+    extension (explain reads "libc10.so: cannot open shared object file" as an ABI mismatch)."""
+    lib = torch_copy / "lib" / "libc10.so"
+    lib.unlink()
+    if how == "symlink loop":
+        lib.symlink_to("libc10.so")
+    report = run_verify(torch_python(), gpu_probe=NO_GPU)
+    assert _categories(report) == [("missing-runtime-library", "error")]
+    assert report.findings[0].subject == "libc10.so"
+    assert "download.pytorch.org/whl/cpu" in report.findings[0].fix
+    imported = next(c for c in report.checks if c.name == "import torch")
+    assert imported.detail.startswith("ImportError: libc10.so: cannot open shared object file")
+
+
+def test_deleted_extension_module_is_named_with_the_exception_line(torch_copy: Path) -> None:
+    for c_ext in torch_copy.glob("_C*.so"):
+        c_ext.unlink()
+    report = run_verify(torch_python(), gpu_probe=NO_GPU)
+    assert not report.ok
+    static, imported = report.checks[:2]
+    assert (static.name, static.passed) == ("shared libraries", False)
+    # the exception's first line, not the last line of torch's advice under it
+    assert imported.detail == "ImportError: Failed to load PyTorch C extensions:"
+    assert _categories(report) == [("missing-runtime-library", "error")]
+    assert "torch/_C*.so is missing" in report.findings[0].message
+    assert "--index-url https://download.pytorch.org/whl/cpu" in report.findings[0].fix
+
+
+def test_garbage_extension_module_fails_the_static_check(torch_copy: Path) -> None:
+    (c_ext,) = torch_copy.glob("_C*.so")
+    c_ext.unlink()
+    c_ext.write_text("garbage\n")
+    report = run_verify(torch_python(), gpu_probe=NO_GPU)
+    static = report.checks[0]
+    assert (static.name, static.passed) == ("shared libraries", False)
+    assert static.detail == f"damaged: {c_ext.name}"
+    assert _categories(report) == [("missing-runtime-library", "error")]
+    assert "is not an ELF file" in report.findings[0].message
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "0", "-5", "86401", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    code = main(["verify", "--python", str(torch_python()), "--timeout", value])
+    err = capsys.readouterr().err
+    assert code == 2
+    (line,) = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert f"'--timeout': {value}: must be a positive number of seconds, at most 86400" in line
+    assert "internal error" not in err
+    with pytest.raises(UsageError, match="positive number of seconds"):
+        run_verify(torch_python(), timeout_s=float(value) if value != "soon" else -1.0)
+
+
+def test_failed_verify_envelope_is_not_ok(
+    capsys: pytest.CaptureFixture[str], torch_copy: Path
+) -> None:
+    """As for every failed command: ok false and an error with the exit code; the report stays
+    under data."""
+    (torch_copy / "lib" / "libc10.so").unlink()
+    code, doc = _json(capsys, ["verify", "--python", str(torch_python()), "--json"])
+    assert code == 1
+    assert doc["ok"] is False
+    assert doc["error"] == {
+        "message": "2 check(s) failed: shared libraries, import torch",
+        "tip": "data.findings says what to fix",
+        "exit_code": 1,
+    }
+    data = doc["data"]
+    assert isinstance(data, dict)
+    assert data["ok"] is False
+    assert data["findings"][0]["subject"] == "libc10.so"

@@ -10,6 +10,9 @@ from torchsmith.knowledge.peaks import find_peak
 from torchsmith.probe.model import Finding
 from torchsmith.verify.model import Check, GpuResult, LoadedLibrary, VerifyReport
 
+_CATCH_ALL = "symptom.uncaught-exception"  # explain's rule for an error it does not know
+# A traceback's exception line: "ImportError: ...", "torch.OutOfMemoryError: ...", "SystemExit"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*$", re.MULTILINE)
 FAR_BELOW = 0.5  # a figure under half the datasheet peak gets a warning
 _VERSION_IN_NAME = re.compile(r"\.so\.(\d+(?:\.\d+)*)$|(\d+(?:_\d+)*)\.dll$", re.IGNORECASE)
 _SLOW_CAUSES = (
@@ -35,7 +38,10 @@ def apply_runtime(report: VerifyReport, state: Mapping[str, Any]) -> None:
     if isinstance(torch, Mapping) and isinstance(torch.get("import_s"), (int, float)):
         report.import_s = float(torch["import_s"])
     if isinstance(state.get("import_error"), str):
-        report.findings.extend(_import_failure(state["import_error"]))
+        line = state.get("import_error_line")
+        report.findings.extend(
+            _import_failure(state["import_error"], line if isinstance(line, str) else None)
+        )
     driver = state.get("driver")
     if isinstance(driver, Mapping):
         report.driver_version = driver.get("driver_version") or report.driver_version
@@ -183,23 +189,26 @@ def _plan() -> str:
     return PLAN_HINT
 
 
-def _import_failure(traceback_text: str) -> list[Finding]:
-    """The top diagnosis of ``explain`` over the import traceback, as a finding."""
+def _import_failure(traceback_text: str, line: str | None = None) -> list[Finding]:
+    """The top diagnosis of ``explain`` over the import traceback, as a finding; without one,
+    the exception's own line (``line``: ``ImportError: ...``, from the script)."""
     from torchsmith.explain.engine import explain_text  # noqa: PLC0415
 
     result = explain_text(traceback_text, name="import torch")
-    if not result.diagnoses:
-        last = traceback_text.strip().splitlines()[-1] if traceback_text.strip() else "?"
+    # explain's catch-all ("an error no rule recognises") says less than the exception itself
+    known = [d for d in result.diagnoses if d.rule != _CATCH_ALL]
+    if not known:
+        said = line or _exception_line(traceback_text)
         return [
             Finding(
                 "other",
                 "error",
-                f"`import torch` failed: {last[:300]}",
+                f"`import torch` failed: {said[:300]}",
                 "run `torchsmith explain` on the full traceback; reinstall torch if it persists",
                 subject="torch",
             )
         ]
-    top = result.diagnoses[0]
+    top = known[0]
     return [
         Finding(
             top.category,
@@ -209,3 +218,13 @@ def _import_failure(traceback_text: str) -> list[Finding]:
             subject="torch",
         )
     ]
+
+
+def _exception_line(traceback_text: str) -> str:
+    """The last ``SomeError: message`` line starting a line of a traceback (the exception's
+    first line, not the last line of a message that runs on), else its last line."""
+    found = [m.group(0) for m in _EXCEPTION_LINE.finditer(traceback_text)]
+    if found:
+        return found[-1]
+    lines = traceback_text.strip().splitlines()
+    return lines[-1] if lines else "?"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ from typing import Any
 
 from torchsmith import platforms
 from torchsmith.binaries.archs import runs_on
-from torchsmith.errors import InputError
+from torchsmith.errors import InputError, UsageError
 from torchsmith.findings.checks_torch import PLAN_HINT
 from torchsmith.probe.model import DriverInfo, Finding, GpuInfo, TorchInfo
 from torchsmith.probe.python_env import child_env, probe_python_and_torch, resolve_python
@@ -36,6 +37,9 @@ KNOWN_CCS = (
     "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.8",
     "8.9", "9.0", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1",
 )  # fmt: skip
+
+# The longest --timeout: a day (the runtime checks take seconds to minutes).
+MAX_TIMEOUT_S = 86400.0
 
 GpuProbe = Callable[[], tuple[tuple[GpuInfo, ...], DriverInfo | None]]
 
@@ -58,8 +62,14 @@ def run_verify(
 
     Bad input: no such interpreter, not a Python, no torch installed, a torch whose version
     cannot be read. Everything else (missing libraries, a failed import, a failed or hanging
-    GPU check) comes back in the report with ``ok`` False.
+    GPU check) comes back in the report with ``ok`` False. A timeout that is not a positive
+    number of seconds up to MAX_TIMEOUT_S raises UsageError.
     """
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise UsageError(
+            f"--timeout {timeout_s:g}: must be a positive number of seconds, at most "
+            f"{MAX_TIMEOUT_S:g}"
+        )
     started = time.monotonic()
     exe = resolve_python(str(python))
     info, torch = probe_python_and_torch(exe)
@@ -80,7 +90,7 @@ def run_verify(
         torch_location=torch.location,
     )
     probe = gpu_probe or _live_gpus
-    _static(report, torch, info.site_packages, exe)
+    import_fails = _static(report, torch, info.site_packages, exe)
     gpus: tuple[GpuInfo, ...] = ()
     cpu_only = torch.cuda is None and torch.hip is None
     if cpu_only:  # only then does it matter whether the machine has an NVIDIA GPU
@@ -105,33 +115,60 @@ def run_verify(
     for extension in extensions:
         _extension(report, extension, exe)
     report.findings.extend(shadowed_libraries(report))
-    _drop_repeats(report)
+    _drop_repeats(report, explained=import_fails)
     report.duration_s = round(time.monotonic() - started, 3)
     report.ok = not any(c.passed is False for c in report.checks)
     return report
 
 
-def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str) -> None:
+def _static(report: VerifyReport, torch: TorchInfo, site_packages: Any, exe: str) -> bool:
+    """The shared-library check; True when what it found makes ``import torch`` fail."""
     os_name: static.LoaderOs = "windows" if platforms.current_os() == "windows" else "linux"
     if platforms.current_os() == "macos":
         report.add(Check("shared libraries", None, None, "not checked on macOS"))
-        return
+        return False
     env = static.loader_env(os_name, tuple(site_packages), exe)
     try:
         result = static.check_torch(Path(torch.location), env)
-    except InputError as exc:
+    except InputError as exc:  # no torch/_C*: nothing to resolve, and nothing to import
         report.add(Check("shared libraries", False, None, exc.message))
-        return
-    missing = [m.name for m in result.missing]
-    detail = f"{len(result.objects)} binaries resolved"
-    if missing:
-        detail = "missing: " + ", ".join(missing)
-    elif result.missing_lazy:
-        detail += "; missing for on-demand parts: " + ", ".join(m.name for m in result.missing_lazy)
+        report.findings.append(
+            Finding(
+                "missing-runtime-library",
+                "error",
+                f"torch's extension module torch/_C*.so is missing from {torch.location}: "
+                "the install is incomplete (`import torch` fails)",
+                f"the torch install is damaged: `{static.reinstall_torch(torch.version)}`",
+                subject="torch._C",
+            )
+        )
+        return True
+    detail = (
+        "; ".join(
+            f"{what}: {', '.join(names)}"
+            for what, names in (
+                ("missing", [m.name for m in result.missing if not m.damaged]),
+                ("damaged", [m.name for m in result.missing if m.damaged]),
+            )
+            if names
+        )
+        or f"{len(result.objects)} binaries resolved"
+    )
+    if result.missing_lazy and not result.missing:
+        detail += "; missing or damaged for on-demand parts: " + ", ".join(
+            m.name for m in result.missing_lazy
+        )
     report.add(
-        Check("shared libraries", not missing, len(result.objects), detail, result.duration_s)
+        Check(
+            "shared libraries",
+            not result.missing,
+            len(result.objects),
+            detail,
+            result.duration_s,
+        )
     )
     report.findings.extend(static.findings(result, torch.version, torch.cuda))
+    return bool(result.missing)
 
 
 def _extension(report: VerifyReport, target: str, exe: str) -> None:
@@ -209,14 +246,19 @@ def shadowed_libraries(report: VerifyReport) -> list[Finding]:
     return out
 
 
-def _drop_repeats(report: VerifyReport) -> None:
-    """A failed import explained as what the static check already named is said once."""
+def _drop_repeats(report: VerifyReport, *, explained: bool = False) -> None:
+    """A failed import explained as what the static check already named is said once.
+
+    ``explained``: the static check found a library missing or damaged in the import closure
+    of torch._C, so the import had to fail and its traceback adds only a guess (explain reads
+    "libc10.so: cannot open shared object file" as an extension built for another torch).
+    """
     static_categories = {f.category for f in report.findings if f.subject != "torch"}
     report.findings = [
         f
         for f in report.findings
         if not (f.subject == "torch" and f.message.startswith("`import torch` failed"))
-        or f.category not in static_categories
+        or (not explained and f.category not in static_categories)
     ]
 
 

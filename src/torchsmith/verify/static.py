@@ -11,7 +11,9 @@ Nothing is loaded or imported. ELF (Linux): DT_NEEDED of each object, searched i
 
 then torch's own fallback (``torch/__init__.py`` preloads CUDA libraries from the ``nvidia/*/lib``
 directories of ``sys.path`` when ``libtorch_global_deps.so`` fails). A candidate of the wrong ELF
-class or machine is skipped, as ld.so does. A name already loaded under that soname is reused.
+class or machine is skipped, as ld.so does; one that is not an ELF file at all (empty, truncated,
+text) stops the search with an error, as ld.so's "file too short" / "invalid ELF header" does, and
+is reported as damaged, not as missing. A name already loaded under that soname is reused.
 
 PE (Windows): the import table (delay-loaded DLLs are listed apart: they load on first call), in
 the order a DLL torch loads sees: its own directory, ``torch\\lib``, the ``os.add_dll_directory``
@@ -38,6 +40,7 @@ from torchsmith.binaries.formats import (
     read_pe_imports,
 )
 from torchsmith.binaries.sources import MappedFile
+from torchsmith.knowledge.model import index_url
 from torchsmith.probe.model import Finding
 from torchsmith.util import cmd
 
@@ -53,6 +56,9 @@ ELF_DEFAULT_DIRS = (
     "/usr/lib",
 )
 _MAX_OBJECTS = 2000
+_ELF_HEAD = 20  # e_ident, e_type, e_machine: what _candidate needs to decide
+# Local version tags that name a download.pytorch.org index (+cpu, +cu128, +rocm6.4, +xpu).
+_INDEX_TAG = re.compile(r"^(cpu|cu\d+|rocm\d+(\.\d+)*|xpu)$")
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,9 @@ class LoaderEnv:
 class Resolved:
     name: str
     path: str | None  # None: not found
-    needed_by: str  # the object that needs it (path)
+    needed_by: str  # the object that needs it (path); "" for a root (torch._C, torch/lib/*)
     via: str  # "rpath", "runpath", "LD_LIBRARY_PATH", "ld.so.cache", "default", ...
+    damaged: str | None = None  # present at path but the loader fails on it: "is empty", ...
 
 
 @dataclass(frozen=True)
@@ -83,10 +90,10 @@ class StaticResult:
 
     torch_dir: str
     objects: tuple[str, ...]
-    missing: tuple[Resolved, ...]  # in the import closure of torch._C: import fails
+    missing: tuple[Resolved, ...]  # in the import closure of torch._C: import fails (or damaged)
     missing_lazy: tuple[Resolved, ...] = ()  # needed only by libraries torch loads later
     delayed: tuple[str, ...] = ()  # Windows delay-loaded DLLs (not checked)
-    unreadable: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()  # also in missing/missing_lazy, as damaged
     duration_s: float = 0.0
 
 
@@ -199,6 +206,7 @@ class _Walker:
         self.by_name: dict[str, str] = {}  # soname / basename (lowercase on Windows) -> path
         self.delayed: set[str] = set()
         self.unreadable: list[str] = []
+        self.unreadable_why: dict[str, str] = {}  # path -> "is empty", "is not an ELF file", ...
         self.machine: tuple[int, int] | None = None
 
     def _key(self, name: str) -> str:
@@ -206,24 +214,37 @@ class _Walker:
 
     def walk(self, roots: Iterable[Path]) -> list[Resolved]:
         missing: dict[str, Resolved] = {}
-        queue: deque[tuple[str, tuple[str, ...]]] = deque((str(r), ()) for r in roots)
+        queue: deque[tuple[str, tuple[str, ...], Resolved | None]] = deque(
+            (str(r), (), None) for r in roots
+        )
         while queue and len(self.loaded) < _MAX_OBJECTS:
-            path, inherited = queue.popleft()
+            path, inherited, reached = queue.popleft()
             if path in self.loaded:
                 continue
             needed, own_rpath = self._read(path)
-            if path not in self.loaded:
+            if path not in self.loaded:  # not readable as a binary: the loader fails on it
+                name = reached.name if reached else Path(path).name
+                missing.setdefault(
+                    self._key(name),
+                    Resolved(
+                        name,
+                        path,
+                        reached.needed_by if reached else "",
+                        reached.via if reached else "",
+                        self.unreadable_why.get(path, "cannot be read"),
+                    ),
+                )
                 continue
             for name in needed:
                 if self._key(name) in self.by_name:
                     continue
                 found = self._find(name, path, (*own_rpath, *inherited))
-                if found.path is None:
+                if found.path is None or found.damaged:
                     missing.setdefault(self._key(name), found)
                     continue
                 self.by_name[self._key(name)] = found.path
                 if found.via not in ("System32", "api-set", "python dir"):  # loaded already
-                    queue.append((found.path, (*own_rpath, *inherited)))
+                    queue.append((found.path, (*own_rpath, *inherited), found))
         # A name reached later under its soname (another route) was loaded after all.
         return [m for k, m in missing.items() if k not in self.by_name]
 
@@ -238,8 +259,10 @@ class _Walker:
                     self.by_name.setdefault(self._key(Path(path).name), path)
                     return imports.dlls, ()
                 dyn = read_elf_dynamic(src, path)
-        except (OSError, BinaryFormatError):
+        except (OSError, BinaryFormatError) as exc:
             self.unreadable.append(path)
+            elf = self.env.os == "linux"
+            self.unreadable_why[path] = (elf and _damage(Path(path))) or _reason(exc, path)
             return (), ()
         self.loaded[path] = dyn
         self.machine = self.machine or (dyn.elf_class, dyn.machine)
@@ -263,20 +286,22 @@ class _Walker:
             ("LD_LIBRARY_PATH", self.env.ld_library_path),
             ("runpath", runpath),
         ]
-        for via, dirs in tiers:
-            for d in dirs:
-                if self._usable(Path(d) / name):
-                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
-        for candidate in self.env.ld_cache.get(name, ()):
-            if self._usable(Path(candidate)):
-                return Resolved(name, candidate, needed_by, "ld.so.cache")
-        for via, dirs in (
-            ("default", self.env.default_dirs),
-            ("torch preload", self.env.fallback_dirs),
-        ):
-            for d in dirs:
-                if self._usable(Path(d) / name):
-                    return Resolved(name, os.path.normpath(Path(d) / name), needed_by, via)
+        candidates = [
+            *((via, os.path.normpath(Path(d) / name)) for via, dirs in tiers for d in dirs),
+            *(("ld.so.cache", c) for c in self.env.ld_cache.get(name, ())),
+            *(
+                (via, os.path.normpath(Path(d) / name))
+                for via, dirs in (
+                    ("default", self.env.default_dirs),
+                    ("torch preload", self.env.fallback_dirs),
+                )
+                for d in dirs
+            ),
+        ]
+        for via, candidate in candidates:
+            usable, damaged = self._candidate(Path(candidate))
+            if usable or damaged:
+                return Resolved(name, candidate, needed_by, via, damaged)
         return Resolved(name, None, needed_by, "")
 
     def _find_dll(self, name: str, needed_by: str) -> Resolved:
@@ -298,19 +323,46 @@ class _Walker:
                     return Resolved(name, str(hit), needed_by, via)
         return Resolved(name, None, needed_by, "")
 
-    def _usable(self, path: Path) -> bool:
-        """An ELF file of the same class and machine (ld.so skips the others)."""
+    def _candidate(self, path: Path) -> tuple[bool, str | None]:
+        """(usable, why it is damaged): an ELF file of the same class and machine is usable;
+        one of another class or machine is skipped, as ld.so does; a file that is there but not
+        an ELF file (empty, text, truncated) stops ld.so with an error, so it is damaged."""
         try:
             with path.open("rb") as f:
-                head = f.read(20)
-        except OSError:
-            return False
-        if not head.startswith(b"\x7fELF") or len(head) < 20:
-            return False
+                head = f.read(_ELF_HEAD)
+        except OSError:  # absent, a dangling link or a link loop: ld.so looks further
+            return False, None
+        damaged = _damage_of_head(head)
+        if damaged:
+            return False, damaged
         if self.machine is None:
-            return True
+            return True, None
         machine = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-        return (head[4], machine) == self.machine
+        return (head[4], machine) == self.machine, None
+
+
+def _damage_of_head(head: bytes) -> str | None:
+    """Why the loader refuses a file that starts with ``head``, or None when it may be a library."""
+    if not head:
+        return "is empty"
+    if not head.startswith(b"\x7fELF"):
+        return "is not an ELF file"
+    if len(head) < _ELF_HEAD:
+        return "is truncated (too short for an ELF header)"
+    return None
+
+
+def _damage(path: Path) -> str | None:
+    try:
+        with path.open("rb") as f:
+            return _damage_of_head(f.read(_ELF_HEAD))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+
+
+def _reason(exc: OSError | BinaryFormatError, path: str) -> str:
+    said = exc.message if isinstance(exc, BinaryFormatError) else str(exc.strerror or exc)
+    return f"is not a readable library ({said.removeprefix(path + ': ')})"
 
 
 def _expand(entry: str, origin: str) -> str:
@@ -379,10 +431,21 @@ def provider(name: str, cuda_major: str | None) -> str | None:
     return None
 
 
-def fix_for(name: str, torch_version: str, cuda: str | None) -> str:
+def reinstall_torch(torch_version: str) -> str:
+    """The pip command that puts this exact torch back.
+
+    A local version (+cpu, +cu128, +rocm6.4, +xpu) exists only on its download.pytorch.org
+    index, never on PyPI, so the command names that index.
+    """
+    tag = torch_version.partition("+")[2]
+    index = f" --index-url {index_url(tag)}" if _INDEX_TAG.match(tag) else ""
+    return f"pip install --force-reinstall torch=={torch_version}{index}"
+
+
+def fix_for(name: str, torch_version: str, cuda: str | None, *, damaged: bool = False) -> str:
     major = cuda.split(".")[0] if cuda else None
     what = provider(name, major)
-    reinstall = f"pip install --force-reinstall torch=={torch_version}"
+    reinstall = reinstall_torch(torch_version)
     low = name.lower()
     if low.startswith(("vcruntime140", "msvcp140", "vcomp140", "concrt140")):
         return (
@@ -399,6 +462,12 @@ def fix_for(name: str, torch_version: str, cuda: str | None) -> str:
             f"{name} comes with the NVIDIA driver, not with pip: install or repair the driver "
             "(torchsmith doctor shows which version this torch needs)"
         )
+    if what is not None and damaged:
+        return (
+            f"{name} ships in the pip package {what}: `pip install --force-reinstall --no-deps "
+            f"{what}` in this environment (or `{reinstall}` to restore all of torch's "
+            "dependencies)"
+        )
     if what is not None:
         return (
             f"{name} ships in the pip package {what}: `pip install {what}` in this environment "
@@ -407,6 +476,11 @@ def fix_for(name: str, torch_version: str, cuda: str | None) -> str:
         )
     if _TORCH_OWN.match(name):
         return f"{name} is part of the torch wheel itself, so the install is damaged: `{reinstall}`"
+    if damaged:
+        return (
+            f"reinstall the package that owns the file (`dpkg -S {name}` or `rpm -qf` on its "
+            f"path names it), or `{reinstall}`"
+        )
     return (
         f"install the system package that provides {name} (e.g. `apt-file search {name}`), or "
         f"`{reinstall}`"
@@ -417,19 +491,26 @@ def findings(result: StaticResult, torch_version: str, cuda: str | None) -> list
     out: list[Finding] = []
     for missing, lazy in ((result.missing, False), (result.missing_lazy, True)):
         for m in missing:
-            needer = Path(m.needed_by).name
-            when = (
-                f"needed by {needer}, which torch loads on demand (fails when that feature is used)"
-                if lazy
-                else f"needed by {needer}: `import torch` fails"
-            )
             out.append(
                 Finding(
                     category="missing-runtime-library",
                     severity="warning" if lazy else "error",
-                    message=f"{m.name} cannot be found by the loader ({when})",
-                    fix=fix_for(m.name, torch_version, cuda),
+                    message=_message(m, lazy=lazy),
+                    fix=fix_for(m.name, torch_version, cuda, damaged=bool(m.damaged)),
                     subject=m.name,
                 )
             )
     return out
+
+
+def _message(m: Resolved, *, lazy: bool) -> str:
+    if not m.needed_by:
+        when = "torch loads it on demand: that feature fails" if lazy else "`import torch` fails"
+    elif lazy:
+        needer = Path(m.needed_by).name
+        when = f"needed by {needer}, which torch loads on demand (fails when that feature is used)"
+    else:
+        when = f"needed by {Path(m.needed_by).name}: `import torch` fails"
+    if m.damaged:
+        return f"{m.name} is present but damaged: it {m.damaged} ({m.path}; {when})"
+    return f"{m.name} cannot be found by the loader ({when})"

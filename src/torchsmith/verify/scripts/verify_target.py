@@ -57,18 +57,27 @@ def check(name: str, fn: Callable[..., tuple[Any, Any, str]], *args: Any) -> tup
     return passed, value
 
 
+def exception_line(exc: BaseException) -> str:
+    """``ImportError: <first line of its message>``: the line that names what failed (torch's
+    own messages run on for lines of advice, and some start with a blank line)."""
+    said = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    name = type(exc).__name__
+    return (name + ": " + said[0] if said else name)[:400]
+
+
 def import_torch() -> Any:
     started = time.perf_counter()
     try:
         import torch
-    except BaseException:
+    except BaseException as exc:
         STATE["import_error"] = traceback.format_exc()
+        STATE["import_error_line"] = exception_line(exc)
         STATE["checks"].append(
             {
                 "name": "import torch",
                 "passed": False,
                 "value": None,
-                "detail": traceback.format_exc().strip().splitlines()[-1][:400],
+                "detail": STATE["import_error_line"],
                 "duration_s": round(time.perf_counter() - started, 4),
             }
         )
