@@ -3,6 +3,7 @@ trimmed to releases >= 2.12 and the fields the diff reads)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,59 @@ def test_cli_kb_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert "12.0" in capsys.readouterr().out
     assert main(["kb", "show", "RTX 5075"]) == 2
     assert "close GPU names" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty"),
+        (PYPI.read_bytes()[:300], "is not JSON"),
+        (b"\x7fELF\x02\x01\x01\x00\xd0\xff" * 30, "is not JSON"),
+        (b"{}", "has no 'releases'"),
+        (b'{"releases": {"3.0.0": "oops"}}', "malformed 'releases' entry for '3.0.0'"),
+        (b'{"releases": {"3.0.0": [{"filename": 7}]}}', "malformed 'releases' entry"),
+        (b'{"releases": {}, "info": []}', "malformed 'info'"),
+    ],
+)
+def test_a_bad_pypi_json_file_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    assert main(["kb", "refresh", "--pypi-json", str(bad), "--offline-index"]) == 3
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith(f"error: --pypi-json {bad} ")
+    assert message in first
+    assert "Traceback" not in err
+
+
+def test_an_unwritable_output_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "no" / "such" / "x.toml"
+    args = ["kb", "refresh", "--pypi-json", str(PYPI), "--offline-index", "--output", str(target)]
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert f"--output {target} cannot be written" in err
+    assert "input" not in err
+
+
+def test_new_release_written_and_said_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchsmith.knowledge  # noqa: PLC0415
+
+    monkeypatch.setattr(torchsmith.knowledge, "load_knowledge", lambda: _kb_without("2.15.0"))
+    out = tmp_path / "out.toml"
+    args = ["kb", "refresh", "--pypi-json", str(PYPI), "--offline-index", "--output", str(out)]
+    assert main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "2.15.0 is new: released 20" in text
+    assert "(not in the shipped knowledge base)" in text
+    assert "'absent'" not in text
+    assert f"wrote 1 [[release]] entries to {out}" in text
+    assert loads_toml(out.read_text())["release"][0]["version"] == "2.15.0"
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert data["output"] == str(out)
+    (change,) = [c for c in data["report"]["changes"] if c["what"] == "new-release"]
+    assert change["text"].startswith("2.15.0 is new")

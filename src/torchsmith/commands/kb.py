@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from torchsmith.binaries.archs import parse_arch
-from torchsmith.commands.common import console, emit, json_option
-from torchsmith.errors import UsageError
+from torchsmith.commands.common import emit, json_option
+from torchsmith.errors import InputError, UsageError
 from torchsmith.util.inputs import read_input
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from torchsmith.knowledge import CudaToolkit, GpuModel, Knowledge, TorchRelease
     from torchsmith.knowledge.model import AmdGpu, IntelGpu
+    from torchsmith.knowledge.refresh import RefreshReport
 
 MAX_KB_INPUT = 64 * 1024 * 1024  # a release list or index page is far smaller
 
@@ -218,16 +219,27 @@ def _torch_release(base: Knowledge, what: str, release: TorchRelease) -> KbAnswe
     help="Write TOML entries for new releases here (never into the package).",
 )
 @click.option("--offline-index", is_flag=True, help="Do not try download.pytorch.org.")
+@json_option
 def refresh(
-    pypi_json: Path | None, index_html: Path | None, output: Path | None, offline_index: bool
+    pypi_json: Path | None,
+    index_html: Path | None,
+    output: Path | None,
+    offline_index: bool,
+    *,
+    as_json: bool,
 ) -> None:
     """Compare the shipped knowledge base with PyPI (and the PyTorch index) and report changes."""
     from torchsmith.errors import ToolError  # noqa: PLC0415
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
     from torchsmith.knowledge import refresh as r  # noqa: PLC0415
 
+    if output is not None:
+        _check_output(output)
     base = load_knowledge()
-    raw = _read(pypi_json) if pypi_json else r.fetch(r.PYPI_TORCH_JSON)
+    if pypi_json is not None:
+        doc = r.parse_pypi_json(_read(pypi_json), origin=f"--pypi-json {pypi_json}")
+    else:
+        doc = r.parse_pypi_json(r.fetch(r.PYPI_TORCH_JSON))
     html = None
     if index_html is not None:
         html = _read(index_html).decode("utf-8", "replace")
@@ -236,29 +248,62 @@ def refresh(
             html = r.fetch(r.PYTORCH_INDEX, timeout=10.0).decode("utf-8", "replace")
         except ToolError:
             html = None
-    report = r.diff(base, r.parse_pypi_json(raw), html)
-    out = console()
+    report = r.diff(base, doc, html)
+    written = None
+    if output is not None and report.new_releases:
+        try:
+            output.write_text(r.toml_for(report.new_releases), encoding="utf-8")
+        except OSError as exc:
+            raise _unwritable(output, exc) from None
+        written = str(output)
+    emit("kb", RefreshResult(report, written), as_json=as_json, render=_render_refresh)
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """The refresh report, and the file the new [[release]] entries went to (if any)."""
+
+    report: RefreshReport
+    output: str | None = None
+
+
+def _render_refresh(result: RefreshResult, out: Console) -> None:
+    report = result.report
     out.print(
         f"newest torch on PyPI: {report.newest_on_pypi}; "
-        f"shipped data goes to {report.newest_shipped}"
+        f"shipped data goes to {report.newest_shipped}",
+        markup=False,
     )
     if not report.changes:
         out.print("no changes")
     for change in report.changes:
-        out.print(
-            f"  {change.what}: {change.subject}: shipped {change.shipped!r}, live {change.live!r}",
-            markup=False,
-        )
+        out.print(f"  {change.text}", markup=False)
     if report.newest_cuda_pins:
         out.print(
             f"CUDA pins of torch {report.newest_on_pypi}: {'; '.join(report.newest_cuda_pins)}",
             markup=False,
         )
     for note in report.notes:
-        out.print(f"note: {note}")
-    if output is not None and report.new_releases:
-        output.write_text(r.toml_for(report.new_releases), encoding="utf-8")
-        out.print(f"wrote {len(report.new_releases)} [[release]] entries to {output}")
+        out.print(f"note: {note}", markup=False)
+    if result.output is not None:
+        count = len(report.new_releases)
+        out.print(f"wrote {count} [[release]] entries to {result.output}", markup=False)
+
+
+def _check_output(output: Path) -> None:
+    """Refuse an --output that cannot be written before any work (or network) is done."""
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory", tip="give a file name for the TOML")
+    parent = output.parent
+    if not parent.is_dir():
+        raise _unwritable(output, FileNotFoundError(2, "its folder does not exist"))
+
+
+def _unwritable(output: Path, exc: OSError) -> InputError:
+    return InputError(
+        f"--output {output} cannot be written: {exc.strerror or exc}",
+        tip="give a path in a folder that exists and that you can write to",
+    )
 
 
 def _read(path: Path) -> bytes:

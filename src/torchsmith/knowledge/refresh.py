@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from torchsmith.errors import ToolError
+from torchsmith.errors import InputError, ToolError
 from torchsmith.knowledge.base import Knowledge
 from torchsmith.knowledge.model import PLATFORMS, minor_of
 
@@ -40,6 +40,36 @@ class Change:
     subject: str  # "2.16.0", "2.15.0 linux-x86_64"
     shipped: str
     live: str
+    text: str = ""  # the change as a sentence (describe())
+
+
+def describe(change: Change) -> str:
+    """One change as a sentence a person reads."""
+    if change.what == "new-release":
+        return (
+            f"{change.subject} is new: released {change.live} (not in the shipped knowledge base)"
+        )
+    if change.what == "python-tags":
+        return (
+            f"{change.subject}: PyPI has wheels for Python {change.live}; "
+            f"the shipped knowledge base says {change.shipped}"
+        )
+    if change.what == "pypi-default":
+        return (
+            f"{change.subject}: the wheel on PyPI is now {change.live}; "
+            f"the shipped knowledge base says {change.shipped}"
+        )
+    if change.what == "index-variants":
+        return (
+            f"torch {change.subject} on download.pytorch.org has {change.live}; "
+            f"the shipped knowledge base has {change.shipped}"
+        )
+    return f"{change.what} {change.subject}: shipped {change.shipped}, live {change.live}"
+
+
+def _change(what: str, subject: str, shipped: str, live: str) -> Change:
+    plain = Change(what, subject, shipped, live)
+    return Change(what, subject, shipped, live, describe(plain))
 
 
 @dataclass(frozen=True)
@@ -66,14 +96,48 @@ def fetch(url: str, timeout: float = FETCH_TIMEOUT_S) -> bytes:
         ) from None
 
 
-def parse_pypi_json(raw: bytes | str) -> dict[str, Any]:
+def parse_pypi_json(raw: bytes | str, origin: str | None = None) -> dict[str, Any]:
+    """The PyPI JSON document, its shape checked where the diff reads it.
+
+    ``origin``: the file it was read from (a bad file is bad input, InputError naming it);
+    None for an answer from PyPI itself (ToolError).
+    """
+    if not raw.strip():
+        raise _bad(origin, "is empty")
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ToolError(f"PyPI answer is not JSON: {exc}") from None
+        raise _bad(origin, f"is not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("releases"), dict):
-        raise ToolError("PyPI answer has no 'releases': not the JSON API of a project")
+        raise _bad(origin, "has no 'releases': not the JSON API of a project")
+    for version, files in doc["releases"].items():
+        if not isinstance(files, list) or not all(_is_file_entry(f) for f in files):
+            raise _bad(origin, f"has a malformed 'releases' entry for {version!r}")
+    info = doc.get("info")
+    deps = info.get("requires_dist") if isinstance(info, dict) else None
+    if (info is not None and not isinstance(info, dict)) or not (
+        deps is None or (isinstance(deps, list) and all(isinstance(d, str) for d in deps))
+    ):
+        raise _bad(origin, "has a malformed 'info' object")
     return doc
+
+
+def _is_file_entry(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    strings = ("filename", "upload_time")
+    return all(isinstance(entry.get(k, ""), str) for k in strings) and isinstance(
+        entry.get("requires_python"), (str, type(None))
+    )
+
+
+def _bad(origin: str | None, what: str) -> InputError | ToolError:
+    if origin is None:
+        return ToolError(f"PyPI answer {what}")
+    return InputError(
+        f"{origin} {what}",
+        tip="save https://pypi.org/pypi/torch/json again, or leave out --pypi-json to fetch it",
+    )
 
 
 def releases_from_pypi(doc: dict[str, Any]) -> list[ReleaseFacts]:
@@ -115,14 +179,14 @@ def diff(kb: Knowledge, doc: dict[str, Any], index_html: str | None = None) -> R
         known = shipped.get(release.version)
         if known is None:
             new.append(release)
-            changes.append(Change("new-release", release.version, "absent", release.date))
+            changes.append(_change("new-release", release.version, "absent", release.date))
             continue
         for platform in PLATFORMS:
             have = known.python.get(platform, ())
             now = release.python.get(platform, ())
             if have != now:
                 changes.append(
-                    Change(
+                    _change(
                         "python-tags",
                         f"{release.version} {platform}",
                         ", ".join(have) or "none",
@@ -135,7 +199,7 @@ def diff(kb: Knowledge, doc: dict[str, Any], index_html: str | None = None) -> R
     pinned = _variant_from_pins(pins)
     shipped_default = kb.pypi_default(newest, "linux-x86_64") if newest in shipped else None
     if pinned and shipped_default and pinned != shipped_default:
-        changes.append(Change("pypi-default", f"{newest} linux-x86_64", shipped_default, pinned))
+        changes.append(_change("pypi-default", f"{newest} linux-x86_64", shipped_default, pinned))
     if index_html is not None:
         changes.extend(_index_changes(kb, index_html))
     else:
@@ -167,7 +231,7 @@ def _index_changes(kb: Knowledge, html: str) -> list[Change]:
         shipped = {w.variant for w in kb.wheels if w.torch == minor}
         if shipped and variants != shipped:
             changes.append(
-                Change(
+                _change(
                     "index-variants",
                     minor,
                     ", ".join(sorted(shipped)),
