@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import click
 
-from torchsmith import envelope
 from torchsmith.commands.common import emit, json_option
 from torchsmith.render.verify import render_verify
-from torchsmith.verify import VerifyReport, run_verify
+from torchsmith.verify import run_verify
 from torchsmith.verify.runner import MAX_TIMEOUT_S
 
 
@@ -91,23 +89,8 @@ def verify(
         timeout_s=timeout_s,
         extensions=extensions,
     )
-    if as_json and not report.ok:
-        _emit_failed(report)
-    else:
-        emit("verify", report, as_json=as_json, render=render_verify)
+    # a failed check is verify's answer, not a failure to answer: ok stays true, data.ok says it
+    # and the exit status is 1 (envelope.py)
+    emit("verify", report, as_json=as_json, render=render_verify)
     if not report.ok:
         ctx.exit(1)
-
-
-def _emit_failed(report: VerifyReport) -> None:
-    """A failed verify's envelope: ``ok`` false and an ``error`` with the exit code, as every
-    failed command's, and still the whole report under ``data`` (what failed, and the fixes)."""
-    failed = [c.name for c in report.checks if c.passed is False]
-    doc = envelope.wrap("verify", report)
-    doc["ok"] = False
-    doc["error"] = {
-        "message": f"{len(failed)} check(s) failed: {', '.join(failed)}"[:500],
-        "tip": "data.findings says what to fix",
-        "exit_code": 1,
-    }
-    sys.stdout.write(envelope.dumps(doc) + "\n")
