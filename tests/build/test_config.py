@@ -84,6 +84,24 @@ def test_cpu_extension_needs_no_targets(h200: Probe, kb: Knowledge) -> None:
     assert c.findings == ()
 
 
+def test_the_users_exported_values_are_said_and_kept_or_replaced(
+    h200: Probe, kb: Knowledge
+) -> None:
+    # audit: `TORCH_CUDA_ARCH_LIST=8.6 MAX_JOBS=1 torchsmith build` showed MAX_JOBS=2 without a
+    # word about the 1, and with no GPU here passed the 8.6 through unrecorded
+    inherited = (("MAX_JOBS", "1"), ("TORCH_CUDA_ARCH_LIST", "8.6;9.0+PTX"))
+    here = make_config(SCATTER, h200, kb, BuildOptions(inherited=inherited))
+    assert here.arch_list == ("9.0",)  # this machine's H200 decides, and says what it replaced
+    assert "replaces TORCH_CUDA_ARCH_LIST=8.6;9.0+PTX" in reason(here, "TORCH_CUDA_ARCH_LIST")
+    assert (here.jobs, here.env["MAX_JOBS"]) == (1, "1")
+    assert "from your environment" in reason(here, "MAX_JOBS")
+    assert make_config(SCATTER, h200, kb, BuildOptions(jobs=3, inherited=inherited)).jobs == 3
+    away = make_config(SCATTER, no_gpu(h200), kb, BuildOptions(inherited=inherited))
+    assert away.arch_list == ("8.6", "9.0+PTX")  # no GPU here: the exported list names them
+    assert away.env["TORCH_CUDA_ARCH_LIST"] == "8.6;9.0+PTX"
+    assert not [f for f in away.findings if f.category == "no-gpu-visible"]
+
+
 def test_fleet_of_probe_files(h200: Probe, kb: Knowledge) -> None:
     c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions(), fleet=(h200, rtx5070_windows()))
     assert c.arch_list == ("9.0", "12.0")

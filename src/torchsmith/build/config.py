@@ -18,7 +18,12 @@ from torchsmith.build.detect import is_cuda_project
 from torchsmith.build.drivers import parallel_extension_steps
 from torchsmith.build.model import BuildConfig, CacheKind, Choice, Project, Step
 from torchsmith.build.options import BuildOptions
-from torchsmith.build.targets import Targets, resolve_targets
+from torchsmith.build.targets import (
+    FROM_ENVIRONMENT,
+    Targets,
+    inherited_arch_list,
+    resolve_targets,
+)
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
@@ -69,13 +74,20 @@ def make_config(
     targets = resolve_targets(probe, kb, options, fleet) if cuda else Targets((), (), "none")
     acc.findings.extend(targets.findings)
     arch_list = _arch_list(targets.ccs, options.profile)
+    inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
+    if inherited and targets.origin == FROM_ENVIRONMENT:
+        arch_list = tuple(inherited_arch_list(inherited))  # the user's list as written, +PTX kept
     if arch_list:
-        acc.choose(
-            "TORCH_CUDA_ARCH_LIST",
-            ";".join(arch_list),
-            _arch_reason(targets, options.profile),
-            env="TORCH_CUDA_ARCH_LIST",
-        )
+        if targets.origin == FROM_ENVIRONMENT:
+            reason = (
+                "TORCH_CUDA_ARCH_LIST from your environment: no NVIDIA GPU here to build for "
+                "instead (--gpu/--cc name others)"
+            )
+        else:
+            reason = _arch_reason(targets, options.profile)
+        if inherited and inherited != ";".join(arch_list) and targets.origin != FROM_ENVIRONMENT:
+            reason += f"; it replaces TORCH_CUDA_ARCH_LIST={inherited} from your environment"
+        acc.choose("TORCH_CUDA_ARCH_LIST", ";".join(arch_list), reason, env="TORCH_CUDA_ARCH_LIST")
 
     toolkit = _pick_toolkit(probe, kb, targets.ccs, project, acc) if cuda else None
     cuda_home = toolkit.root if toolkit else None
@@ -360,6 +372,15 @@ def _jobs(
             raise UsageError(f"--jobs {options.jobs} must be at least 1")
         acc.choices.append(Choice("MAX_JOBS", str(options.jobs), "given with --jobs"))
         return options.jobs
+    inherited = options.inherited_value("MAX_JOBS")
+    if inherited is not None and inherited.strip().isdigit() and int(inherited) >= 1:
+        # the user's own limit (often set low after a build ran out of memory) is kept
+        acc.choices.append(
+            Choice(
+                "MAX_JOBS", str(int(inherited)), "MAX_JOBS from your environment (--jobs sets it)"
+            )
+        )
+        return int(inherited)
     ram = probe.host.ram_available_bytes or probe.host.ram_total_bytes
     per_job = facts.job_gb(cuda, nvcc_threads)
     if ram is None:

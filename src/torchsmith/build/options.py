@@ -25,3 +25,9 @@ class BuildOptions:
     # Where to look for sccache/ccache besides PATH: the target venv's and torchsmith's bin dirs.
     # Filled in by the CLI (an executor concern); make_config only reads it.
     tool_paths: dict[str, str] | None = None  # {"sccache": "/venv/bin/sccache", ...}
+    # The user's own MAX_JOBS and TORCH_CUDA_ARCH_LIST, read from the environment by the CLI:
+    # what a build would inherit, so the configuration says what it does with them.
+    inherited: tuple[tuple[str, str], ...] = ()
+
+    def inherited_value(self, name: str) -> str | None:
+        return dict(self.inherited).get(name) or None

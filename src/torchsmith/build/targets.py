@@ -67,8 +67,36 @@ def resolve_targets(
         ccs.setdefault(cc, f"{name} ({cc})")
     if ccs:
         return _targets(ccs, "this machine")
+    inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
+    if inherited:  # no GPU here: the list the user exported names the GPUs, as --cc would
+        for cc in inherited_ccs(inherited):
+            ccs.setdefault(cc, cc)
+        if ccs:
+            return _targets(ccs, FROM_ENVIRONMENT)
     others = [g for g in probe.gpus if g.vendor in ("amd", "intel")]
     return Targets((), (), "this machine", (_no_gpu("this machine shows", bool(others)),))
+
+
+FROM_ENVIRONMENT = "TORCH_CUDA_ARCH_LIST from your environment"
+
+
+def inherited_ccs(value: str) -> list[str]:
+    """The compute capabilities of a TORCH_CUDA_ARCH_LIST value ("8.6;9.0+PTX", "8.6 9.0")."""
+    return [entry.removesuffix("+PTX") for entry in inherited_arch_list(value)]
+
+
+def inherited_arch_list(value: str) -> list[str]:
+    """The X.Y entries of a TORCH_CUDA_ARCH_LIST value, normalised, with their +PTX; names
+    (Ampere) and other words are left out."""
+    out = []
+    for word in value.replace(";", " ").split():
+        ptx = word.endswith("+PTX")
+        try:
+            major, minor = parse_cc(word.removesuffix("+PTX"))
+        except ValueError:
+            continue
+        out.append(f"{major}.{minor}" + ("+PTX" if ptx else ""))
+    return out
 
 
 def _nvidia(probe: Probe) -> list[tuple[str, str]]:

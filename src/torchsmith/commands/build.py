@@ -200,6 +200,11 @@ def build(
         cache=cache,  # type: ignore[arg-type]
         python=target,
         dry_run=dry_run,
+        inherited=tuple(
+            (name, os.environ[name])
+            for name in ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST")
+            if os.environ.get(name)
+        ),
     )
 
     def configure() -> BuildPlan:
