@@ -307,7 +307,8 @@ class Ledger:
         return self.get(attempt_id)
 
     def update_result(self, attempt_id: int, result: Any) -> None:
-        """Replace the kind-specific result of a running attempt (e.g. install's snapshot)."""
+        """Replace the kind-specific result of an attempt (install's snapshot while it runs, or
+        its removal later)."""
         with self._connect() as conn:
             cursor = conn.execute(
                 "UPDATE attempts SET result = ? WHERE id = ?", (_dumps(result), attempt_id)

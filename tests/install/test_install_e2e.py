@@ -112,7 +112,7 @@ def test_failure_after_torch_landed_rolls_back(
     assert attempt.status == "failed"
     assert attempt.result["before"] == before == attempt.result["after"]
     assert attempt.result["status"] == "rolled-back"
-    assert attempt.result["origins"]["torch"] == "/opt/wheels"  # this machine's find-links
+    assert attempt.result["origins"]["torch"] == "probably /opt/wheels"  # uv names none: a guess
 
 
 def test_install_then_verify(venv: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,7 +124,7 @@ def test_install_then_verify(venv: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert data["status"] == "succeeded"
     assert data["before"] == before
     assert data["changed"]["torch"] == [None, "2.13.0+cpu"]
-    assert data["origins"]["torch"] == "/opt/wheels"  # the machine's pip config find-links
+    assert data["origins"]["torch"] == "probably /opt/wheels"  # the pip config find-links
     assert packages(venv)["torch"] == "2.13.0+cpu"
     report = data["verify"]
     cpu_only = [f for f in report["findings"] if f["category"] == "cpu-only-torch"]

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.install.conftest import fresh_venv
-from torchsmith.install import snapshot
+from torchsmith.errors import InputError
+from torchsmith.install import executor, snapshot
+from torchsmith.ledger import Ledger
 
 pytestmark = pytest.mark.integration
 
@@ -62,3 +64,39 @@ def test_a_file_another_wheel_wrote_over_is_put_back(
     assert after == taken.packages
     assert shared.read_text() == "WHO = 'alpha'\n"
     assert not (Path(sites[0]) / "beta.py").exists()
+
+
+def test_only_the_last_installs_keep_their_snapshots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit: every install took a snapshot and none was ever removed (gigabytes for CUDA torch
+    when hard links are not possible). The newest KEEP_SNAPSHOTS installs that can still be
+    undone keep theirs, per environment; an older one says why it cannot be rolled back."""
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    venv = fresh_venv(tmp_path / "venv")
+    sites = tuple(str(p) for p in venv.glob("lib/python3*/site-packages"))
+    python = str(venv / "bin" / "python")
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    ids = []
+    for _ in range(5):
+        taken = snapshot.take(sites)
+        attempt = ledger.start("install", config={}, tree=python)
+        ledger.finish(
+            attempt, status="succeeded", result={"python": python, "snapshot": taken.path}
+        )
+        ids.append(attempt)
+    other = ledger.start("install", config={}, tree="/elsewhere/bin/python")
+    elsewhere = snapshot.take(sites).path
+    ledger.finish(
+        other, status="succeeded", result={"python": "/x/bin/python", "snapshot": elsewhere}
+    )
+    removed = executor.prune_snapshots(ledger, python)
+    assert removed == [ids[1], ids[0]]  # newest first; the other environment's is kept
+    assert Path(elsewhere).is_dir()
+    for attempt in ids:
+        kept = Path(ledger.get(attempt).result["snapshot"] or "/nonexistent").is_dir()
+        assert kept is (attempt in ids[2:])
+    with pytest.raises(InputError, match="snapshot was removed"):
+        executor.rollback(ids[0], ledger=ledger)
+    assert not snapshot.discard(tmp_path)  # a folder that is no snapshot is never deleted
+    assert (tmp_path / "venv").is_dir()

@@ -113,14 +113,22 @@ def install(  # noqa: PLR0917
             "the plan reports an error that this install would not fix",
             tip="fix it first (above), or pass --force to install anyway",
         )
-    with progress(err) as on_step:
-        result = executor.run_install(
-            rec,
-            options,
-            on_step=on_step,
-            verifier=executor.default_verifier(),
-            argv=("torchsmith", *sys.argv[1:]),
+    try:
+        with progress(err) as on_step:
+            result = executor.run_install(
+                rec,
+                options,
+                on_step=on_step,
+                verifier=executor.default_verifier(),
+                argv=("torchsmith", *sys.argv[1:]),
+            )
+    except KeyboardInterrupt:  # the executor put the environment back before letting it go
+        click.echo(
+            "interrupted: what the install had changed was put back (torchsmith attempts list "
+            "--kind install shows the attempt)",
+            err=True,
         )
+        raise click.exceptions.Exit(130) from None
     if result.status not in ("succeeded", "planned"):
         if not as_json:  # what changed and what was put back; --json gets the error envelope
             render_install(result, console())

@@ -152,6 +152,7 @@ def run_install(
         result.error = exc.message
         _restore(result, "rolled-back", created)
         result.duration_s = round(time.monotonic() - started, 2)
+        _discard_if_restored(result)
         ledger.finish(
             attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
             diagnoses=result.findings, result=_ledger_result(result),
@@ -167,6 +168,12 @@ def run_install(
         attempt, status="succeeded", exit_code=0, duration_s=result.duration_s,
         diagnoses=result.findings, archs=result.archs, result=_ledger_result(result),
     )  # fmt: skip
+    pruned = prune_snapshots(ledger, result.python)
+    if pruned:
+        result.notes.append(
+            f"removed the snapshots of {len(pruned)} older install(s) into this environment "
+            f"(#{', #'.join(map(str, pruned))}): the last {KEEP_SNAPSHOTS} can be rolled back"
+        )
     if options.verify and verifier is not None:
         on_step("verifying")
         result.verify = verifier(result.python)
@@ -183,7 +190,10 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
     result.changed = diff(result.before, result.after)
     result.origins = _origins(result, step.argv)
     if result.installer == "uv":
-        result.notes.append("from: the configured source holding that exact file (uv names none)")
+        result.notes.append(
+            "from: uv does not say where a package came from; 'probably' is the configured "
+            "source that holds that exact version"
+        )
     if not done.ok:
         raise InstallFailedError(f"{result.installer} failed: {first_error(done.output)}")
     on_step("checking what landed")
@@ -214,6 +224,44 @@ def _restore(result: InstallResult, status: str, created: Path | None = None) ->
         result.notes.append("restore incomplete: " + json.dumps(diff(result.before, after)))
 
 
+KEEP_SNAPSHOTS = 3  # per environment: the installs that `--rollback` can still undo
+
+
+def _discard_if_restored(result: InstallResult) -> None:
+    """A failed install was put back already: its snapshot has no further use (rollback skips
+    it), so it goes, unless the restore was incomplete and it is the only copy of the files."""
+    if result.snapshot and result.after == result.before and snapshot.discard(result.snapshot):
+        result.notes.append("its snapshot was removed: the environment is as it was")
+        result.snapshot = None
+
+
+def prune_snapshots(ledger: Ledger, python: str, keep: int = KEEP_SNAPSHOTS) -> list[int]:
+    """Delete the snapshots of installs into ``python`` beyond the newest ``keep`` that can still
+    be rolled back, and mark them in the ledger; returns their attempt ids. A full CUDA torch
+    environment is gigabytes, and every install takes a snapshot."""
+    installs = ledger.list(kind="install")
+    undone = {a.config.get("rollback_of") for a in installs if a.status == "succeeded"}
+    kept = [
+        a
+        for a in installs  # newest first
+        if a.result.get("snapshot")
+        and "rollback_of" not in a.config
+        and _same_python(str(a.result.get("python")), python)
+    ]
+    removed = []
+    live = 0
+    for attempt in kept:
+        if attempt.status == "succeeded" and attempt.id not in undone and live < keep:
+            live += 1
+            continue
+        if attempt.status == "running":
+            continue
+        if snapshot.discard(str(attempt.result["snapshot"])):
+            ledger.update_result(attempt.id, {**attempt.result, "snapshot": None, "pruned": True})
+            removed.append(attempt.id)
+    return removed
+
+
 def _origins(result: InstallResult, argv: tuple[str, ...]) -> dict[str, str]:
     """Where each new or changed package came from: pip's report, else the configured source."""
     changed = {n: v for n, (_, v) in result.changed.items() if v is not None}
@@ -225,8 +273,10 @@ def _origins(result: InstallResult, argv: tuple[str, ...]) -> dict[str, str]:
     for name, version in changed.items():
         if name in origins:
             continue
+        # neither pip's report nor uv named it: a guess from the sources given, said as one
         local = indexes.local_wheel(config, name, version)
-        origins[name] = local or config.index_url or "the default index (PyPI or its mirror)"
+        guess = local or config.index_url or "the default index (PyPI or its mirror)"
+        origins[name] = f"probably {guess}"
     return {n: origins[n] for n in sorted(changed) if n in origins}
 
 
@@ -302,6 +352,12 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
     installs = ledger.list(kind="install")
     if attempt_id is not None:
         attempt = ledger.get(attempt_id)
+        if attempt.kind == "install" and attempt.result.get("pruned"):
+            raise InputError(
+                f"install #{attempt_id}'s snapshot was removed: torchsmith keeps those of the "
+                f"last {KEEP_SNAPSHOTS} installs into an environment",
+                tip="roll back a newer install, or reinstall the packages you want",
+            )
         if attempt.kind != "install" or not attempt.result.get("snapshot"):
             raise InputError(f"attempt {attempt_id} is not an install with a snapshot")
         if python is not None and not _same_python(str(attempt.result.get("python")), python):

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +45,13 @@ class Snapshot:
 def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
     dists = read_dists(site_packages)
     base = root or snapshots_dir()
-    dest = base / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    base.mkdir(parents=True, exist_ok=True)
+    # a new folder each time, also for two snapshots of one process within a second
+    dest = Path(
+        tempfile.mkdtemp(prefix=f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-", dir=base)
+    )
     store = dest / "files"
-    store.mkdir(parents=True, exist_ok=False)
+    store.mkdir()
     entries: dict[str, list[list[str]]] = {}
     count = 0
     for name, dist in sorted(dists.items()):
@@ -67,6 +72,20 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return Snapshot(str(dest), site_packages, package_set(dists), count)
+
+
+def discard(path: str | Path) -> bool:
+    """Delete the snapshot at ``path``: only a folder holding exactly a snapshot (its manifest
+    and its files folder), so a damaged ledger entry cannot point this at anything else."""
+    folder = Path(path)
+    try:
+        names = {p.name for p in folder.iterdir()}
+    except OSError:
+        return False
+    if names != {MANIFEST, "files"} or folder.is_symlink():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
