@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.build.configs import cmake_config, copy_project
+from torchsmith.build.drivers import CPP_EXT_PARALLEL, parallel_extension_steps
 from torchsmith.build.model import BuildConfig, Project, Step
 from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, write_script
 from torchsmith.errors import InputError, UsageError
@@ -259,3 +260,29 @@ def test_a_posix_build_dir_differing_in_case_is_not_the_trees() -> None:
     config = windows_config()
     project = replace(config.project, path="/a/Proj", build_dir="/a/proj/build")
     assert "TORCHSMITH_CLEAN" not in emit_script(replace(config, project=project), "bash")
+
+
+def test_a_script_checks_for_torchsmiths_driver_first(tmp_path: Path) -> None:
+    """Audit: a parallel extension build's script ran torchsmith's driver from where it was
+    installed, so on another machine it failed midway; it now stops first and says why."""
+
+    steps = parallel_extension_steps(str(tmp_path), sys.executable, jobs=2)
+    config = replace(
+        windows_config(),
+        project=Project(str(tmp_path), "cpp_extension", "setuptools", name="ext"),
+        cuda_home=None,
+        env={},
+        steps=steps,
+    )
+    text = emit_script(config, "bash")
+    assert f"[ -f {CPP_EXT_PARALLEL} ]" in text
+    moved = text.replace(str(CPP_EXT_PARALLEL), str(tmp_path / "gone" / "cpp_ext_parallel.py"))
+    script = tmp_path / "s.sh"
+    script.write_text(moved)
+    done = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert "torchsmith's parallel extension build driver" in done.stdout
+    for shell in ("powershell", "cmd"):
+        assert "parallel extension build driver" in emit_script(config, shell)  # type: ignore[arg-type]

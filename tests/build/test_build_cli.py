@@ -167,3 +167,15 @@ def test_emit_has_no_clean_step_for_a_build_dir_with_tracked_files(
     assert "TORCHSMITH_CLEAN" not in captured.out
     assert "rm -rf" not in captured.out
     assert "no clean step" in captured.err
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_emit_with_json_is_an_envelope(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Audit: `--emit bash --json` printed the bash script where JSON was asked for."""
+    tree = copy_project("tinycuda", tmp_path)
+    code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--emit", "bash", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["data"]["shell"] == "bash"
+    assert doc["data"]["script"].startswith("#!/usr/bin/env bash")

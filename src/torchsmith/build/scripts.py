@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
+from torchsmith.build.drivers import CPP_EXT_PARALLEL
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.errors import InputError, UsageError
 
@@ -91,6 +92,23 @@ def _tool_checks(config: BuildConfig) -> list[str]:
     return list(seen)
 
 
+def _driver_checks(config: BuildConfig) -> list[str]:
+    """torchsmith's own driver scripts the steps run (a parallel extension build): the script
+    needs them where they are, so it checks for them first and says what they are."""
+    seen: dict[str, None] = {}
+    for step in config.steps:
+        for arg in step.argv[1:]:
+            if arg == str(CPP_EXT_PARALLEL):
+                seen.setdefault(arg, None)
+    return list(seen)
+
+
+_DRIVER_MISSING = (
+    "not found: {path} (torchsmith's parallel extension build driver: install the same "
+    "torchsmith here, or write the script again with torchsmith build --emit)"
+)
+
+
 def clean_dir(config: BuildConfig) -> str | None:
     """The build directory to remove on request: inside the tree, never the tree itself."""
     build_dir = config.project.build_dir
@@ -132,6 +150,8 @@ def _bash(config: BuildConfig) -> str:
     ]
     for tool in _tool_checks(config):
         out.append(f"command -v {q(tool)} >/dev/null 2>&1 || fail {q('not found: ' + tool)}")
+    for path in _driver_checks(config):
+        out.append(f"[ -f {q(path)} ] || fail {q(_DRIVER_MISSING.format(path=path))}")
     if config.cuda_home:
         nvcc = config.cuda_home.rstrip("/") + "/bin/nvcc"
         out.append(f"[ -x {q(nvcc)} ] || fail {q('no nvcc at ' + nvcc)}")
@@ -212,6 +232,11 @@ def _powershell(config: BuildConfig) -> str:
         body.append(
             f"if (-not (Get-Command -Name {p(tool)} -ErrorAction SilentlyContinue)) "
             f"{{ Stop-Build {p('not found: ' + tool)} }}"
+        )
+    for path in _driver_checks(config):
+        body.append(
+            f"if (-not (Test-Path -LiteralPath {p(path)})) "
+            f"{{ Stop-Build {p(_DRIVER_MISSING.format(path=path))} }}"
         )
     if config.cuda_home:
         nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
@@ -358,6 +383,11 @@ def _cmd(config: BuildConfig) -> str:
                 f"where /q {cmd_quote(tool)} || (call :fail {cmd_echo_text('not found: ' + tool)}"
                 " & exit /b 1)"
             )
+    for path in _driver_checks(config):
+        out.append(
+            f"if not exist {cmd_quote(path)} "
+            f"(call :fail {cmd_echo_text(_DRIVER_MISSING.format(path=path))} & exit /b 1)"
+        )
     if config.cuda_home:
         nvcc = config.cuda_home.rstrip("\\/") + "\\bin\\nvcc.exe"
         out.append(

@@ -46,9 +46,16 @@ def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: 
     check_script_shell(shell, platforms.current_os())  # the configuration is this machine's
     config = _provable_clean_step(config, as_json)
     text = write_script(config, shell, output)  # type: ignore[arg-type]
-    if output is None:
+    if as_json:  # the script inside the envelope, and where it was written
+        emit(
+            "build",
+            {"shell": shell, "output": None if output is None else str(output), "script": text},
+            as_json=True,
+            render=lambda _result, _console: None,
+        )
+    elif output is None:
         click.echo(text, nl=False)
-    elif not as_json:
+    else:
         click.echo(f"wrote {output} ({shell})", err=True)
 
 
