@@ -83,7 +83,8 @@ def export(fmt: str, output: Path | None, kind: str, tree: str | None, as_json: 
     if tree is not None:
         wanted = str(Path(tree).resolve())
         rows = [a for a in rows if a.tree in (tree, wanted)]
-    text = export_md(rows) if fmt == "md" else export_html(rows)
+    render = export_md if fmt == "md" else export_html
+    text = render(rows, kind=kind, tree=tree)
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")

@@ -10,7 +10,6 @@ ended and why) and then the patterns across attempts. Everything here is pure ex
 from __future__ import annotations
 
 import html
-import itertools
 import re
 import shlex
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from torchsmith.binaries.archs import sort_archs
 from torchsmith.ledger import Attempt
 
 _CONFIG_KEYS = (
@@ -52,8 +52,29 @@ def diagnosis_line(attempt: Attempt) -> str:
     titles = [t for t in titles if t]
     if titles:
         return titles[0] + (f" (+{len(titles) - 1} more)" if len(titles) > 1 else "")
-    reason = attempt.result.get("reason") if isinstance(attempt.result, dict) else None
-    return str(reason) if reason else ""
+    result = attempt.result if isinstance(attempt.result, dict) else {}
+    for key in ("reason", "error"):  # a build's or clean's reason; an install's error
+        if result.get(key):
+            return str(result[key])
+    return ""
+
+
+def kind_label(attempt: Attempt, *, short: bool = False) -> str:
+    """The kind as people say it: a rollback is recorded as an install of the set before one
+    (``short``: ``rollback #N``, for a table column)."""
+    rollback_of = (attempt.config or {}).get("rollback_of")
+    if attempt.kind == "install" and rollback_of is not None:
+        return f"rollback #{rollback_of}" if short else f"install (rollback of #{rollback_of})"
+    return attempt.kind
+
+
+def archs_text(attempt: Attempt) -> str:
+    """The GPU code in the result, SASS and PTX, in architecture order (sm_80 before sm_120)."""
+    ptx = attempt.result.get("ptx") if isinstance(attempt.result, dict) else None
+    names = [str(a) for a in attempt.archs]
+    if isinstance(ptx, list):
+        names += [str(a) for a in ptx]
+    return ";".join(sort_archs(names))
 
 
 def flatten(attempt: Attempt) -> dict[str, str]:
@@ -88,7 +109,7 @@ def flatten(attempt: Attempt) -> dict[str, str]:
     flat["outcome.status"] = attempt.status
     flat["outcome.exit_code"] = _text(attempt.exit_code)
     flat["outcome.diagnosis"] = diagnosis_line(attempt)
-    flat["outcome.archs"] = _text(attempt.archs)
+    flat["outcome.archs"] = archs_text(attempt)
     return flat
 
 
@@ -109,17 +130,22 @@ class AttemptDiff:
     b_diagnosis: str
     changes: tuple[Change, ...]  # configuration and inputs
     outcome: tuple[Change, ...]  # how each ended
+    a_kind: str = ""
+    b_kind: str = ""
+    same_kind: bool = True  # False: a build and a clean (say) have no settings in common
 
 
 def diff_attempts(a: Attempt, b: Attempt) -> AttemptDiff:
-    fa, fb = flatten(a), flatten(b)
     changes: list[Change] = []
     outcome: list[Change] = []
-    for key in sorted(set(fa) | set(fb), key=_order):
-        va, vb = fa.get(key), fb.get(key)
-        if va == vb:
-            continue
-        (outcome if key.startswith("outcome.") else changes).append(Change(key, va, vb))
+    same_kind = a.kind == b.kind
+    if same_kind:
+        fa, fb = flatten(a), flatten(b)
+        for key in sorted(set(fa) | set(fb), key=_order):
+            va, vb = fa.get(key), fb.get(key)
+            if va == vb:
+                continue
+            (outcome if key.startswith("outcome.") else changes).append(Change(key, va, vb))
     return AttemptDiff(
         a.id,
         b.id,
@@ -129,6 +155,9 @@ def diff_attempts(a: Attempt, b: Attempt) -> AttemptDiff:
         diagnosis_line(b),
         tuple(changes),
         tuple(outcome),
+        kind_label(a),
+        kind_label(b),
+        same_kind,
     )
 
 
@@ -187,26 +216,66 @@ def _gpu_caps(attempts: list[Attempt]) -> list[str]:
     return list(caps)
 
 
+def previous_attempts(attempts: list[Attempt]) -> dict[int, Attempt]:
+    """Each attempt's id -> the attempt before it of the same kind on the same tree: only those
+    two compare (another tree's attempt differs in everything, and proves nothing)."""
+    last: dict[tuple[str, str | None], Attempt] = {}
+    previous: dict[int, Attempt] = {}
+    for attempt in sorted(attempts, key=lambda a: a.id):
+        key = (attempt.kind, attempt.tree)
+        if key in last:
+            previous[attempt.id] = last[key]
+        last[key] = attempt
+    return previous
+
+
+def _changed_words(changes: tuple[Change, ...]) -> list[str]:
+    """The changes a pattern names: settings by key, the source (git commit, local changes) and
+    tools with their values, since a source change is often the real fix."""
+    words: list[str] = []
+    for c in changes:
+        if c.key.startswith("step."):
+            continue  # the command lines repeat the settings
+        if c.key.startswith(("git_", "tool.")):
+            a, b = c.a or "(unknown)", c.b or "(unknown)"
+            if c.key == "git_commit":
+                a, b = a[:12], b[:12]
+            words.append(f"{c.key} {a} -> {b}")
+        else:
+            words.append(c.key)
+    return words or [c.key for c in changes]
+
+
 def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
-    """(which change came before which outcome, what was never tried), oldest first."""
+    """(which change came before which outcome, what was never tried), oldest first. Each
+    attempt is compared with the one before it of the same kind on the same tree."""
     seen: list[str] = []
-    for before, after in itertools.pairwise(attempts):
-        d = diff_attempts(before, after)
-        changed = [c.key for c in d.changes if not c.key.startswith(("step.", "tool.", "git_"))]
-        if not changed:
-            changed = [c.key for c in d.changes]
+    previous = previous_attempts(attempts)
+    for after in sorted(attempts, key=lambda a: a.id):
+        before = previous.get(after.id)
+        if before is None:
+            continue
+        changed = _changed_words(diff_attempts(before, after).changes)
         what = ", ".join(changed) if changed else "nothing recorded"
         if before.status != after.status:
             seen.append(
-                f"attempt {after.id}: after changing {what}, "
+                f"attempt {after.id} (from {before.id}): after changing {what}, "
                 f"{before.status} -> {after.status}"
                 + (f" ({diagnosis_line(after)})" if diagnosis_line(after) else "")
             )
         elif changed:
             seen.append(
-                f"attempt {after.id}: changing {what} did not change the outcome ({after.status})"
+                f"attempt {after.id} (from {before.id}): changing {what} "
+                f"did not change the outcome ({after.status})"
             )
+    return seen, _never_tried([a for a in attempts if a.kind == "build"])
+
+
+def _never_tried(attempts: list[Attempt]) -> list[str]:
+    """Build advice (arch list, compiler cache, jobs, clean checkout): for builds only."""
     never: list[str] = []
+    if not attempts:
+        return never
     arch_lists = [tuple((a.config or {}).get("arch_list") or ()) for a in attempts]
     for cap in _gpu_caps(attempts):
         if not any(cap in {x.split("+")[0] for x in archs} for archs in arch_lists):
@@ -226,7 +295,7 @@ def patterns(attempts: list[Attempt]) -> tuple[list[str], list[str]]:
         never.append(f"fewer parallel jobs (always {jobs.pop()})")
     if any(a.git_dirty for a in attempts) and not any(a.git_dirty is False for a in attempts):
         never.append("a build from a clean git checkout (every attempt had local changes)")
-    return seen, never
+    return never
 
 
 def _fence(text: str) -> str:
@@ -236,24 +305,32 @@ def _fence(text: str) -> str:
     return f"{ticks}bash\n{text}\n{ticks}"
 
 
-def export_md(attempts: list[Attempt]) -> str:
-    """The build log as Markdown, oldest attempt first."""
+def _title(kind: str | None) -> str:
+    return f"{(kind or 'build').capitalize()} log"
+
+
+def export_md(attempts: list[Attempt], *, kind: str | None = None, tree: str | None = None) -> str:
+    """The log of ``kind`` attempts as Markdown, oldest attempt first. ``kind`` and ``tree`` (the
+    filters the attempts were chosen by) name the log and what an empty one lacks."""
     ordered = sorted(attempts, key=lambda a: a.id)
-    out = ["# Build log", ""]
-    if ordered:
-        out.append(
-            f"{len(ordered)} attempts from {ordered[0].started_at} to {ordered[-1].started_at}, "
-            "recorded by torchsmith."
-        )
-        out.append("")
-    previous: Attempt | None = None
+    out = [f"# {_title(kind)}", ""]
+    if not ordered:
+        what = f"{kind} attempts" if kind else "attempts"
+        where = f" on the tree `{tree}`" if tree is not None else ""
+        return "\n".join([*out, f"No {what}{where} in the ledger.", ""])
+    out.append(
+        f"{len(ordered)} attempts from {ordered[0].started_at} to {ordered[-1].started_at}, "
+        "recorded by torchsmith."
+    )
+    out.append("")
+    previous_of = previous_attempts(ordered)
     for attempt in ordered:
-        kind = attempt.project_kind or attempt.kind
+        kind_text = attempt.project_kind or kind_label(attempt)
         out += [f"## Attempt {attempt.id}: {attempt.status}", ""]
         facts = [
             f"- **When:** {attempt.started_at}"
             + (f" ({attempt.duration_s:.1f} s)" if attempt.duration_s is not None else ""),
-            f"- **Tree:** `{attempt.tree or '?'}` ({kind})",
+            f"- **Tree:** `{attempt.tree or '?'}` ({kind_text})",
         ]
         if attempt.git_commit:
             dirty = ", with local changes" if attempt.git_dirty else ""
@@ -262,6 +339,7 @@ def export_md(attempts: list[Attempt]) -> str:
         if archs:
             facts.append(f"- **Arch list:** `{archs}`")
         out += [*facts, "", _fence(_commands(attempt)), ""]
+        previous = previous_of.get(attempt.id)
         if previous is not None:
             lines = change_summary(diff_attempts(previous, attempt).changes)
             out.append(f"**Changed from attempt {previous.id}:**")
@@ -275,9 +353,9 @@ def export_md(attempts: list[Attempt]) -> str:
         if diagnosis:
             outcome += f": {diagnosis}"
         out += [outcome, ""]
-        if attempt.archs:
-            out += [f"Archs in the result: `{_text(attempt.archs)}`", ""]
-        previous = attempt
+        archs = archs_text(attempt)
+        if archs:
+            out += [f"Archs in the result: `{archs}`", ""]
     seen, never = patterns(ordered)
     out += ["## Patterns", ""]
     out += [f"- {line}" for line in seen] or ["- only one attempt, or no change of outcome"]
@@ -287,13 +365,15 @@ def export_md(attempts: list[Attempt]) -> str:
     return "\n".join(out)
 
 
-def export_html(attempts: list[Attempt]) -> str:
+def export_html(
+    attempts: list[Attempt], *, kind: str | None = None, tree: str | None = None
+) -> str:
     from markdown_it import MarkdownIt  # noqa: PLC0415 (a dependency of Rich)
 
-    body = MarkdownIt("commonmark").render(export_md(attempts))
+    body = MarkdownIt("commonmark").render(export_md(attempts, kind=kind, tree=tree))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape('Build log')}</title>\n"
+        f"<title>{html.escape(_title(kind))}</title>\n"
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
         "pre{background:#f4f4f4;padding:.8em;overflow-x:auto}</style>\n"
         f"</head>\n<body>\n{body}</body>\n</html>\n"
@@ -309,19 +389,32 @@ def _status(status: str) -> str:
     return f"[{style}]{status}[/{style}]"
 
 
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def render_list(attempts: Any, console: Console) -> None:
     if not attempts:
         console.print("no attempts recorded yet")
         return
     table = Table(box=None, header_style="bold")
-    for column in ("id", "kind", "started", "status", "took", "tree", "why"):
-        table.add_column(column)
+    table.add_column("id", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("started", no_wrap=True, min_width=19)
+    table.add_column("status", no_wrap=True)
+    table.add_column("took", no_wrap=True)
+    # paths and reasons wrap (fold inside a long path), never cut with an ellipsis
+    table.add_column("tree", overflow="fold")
+    table.add_column("why", overflow="fold")
     for a in attempts:
         assert isinstance(a, Attempt)
         took = f"{a.duration_s:.1f}s" if a.duration_s is not None else ""
         table.add_row(
             str(a.id),
-            a.kind,
+            escape(kind_label(a, short=True)),
             a.started_at[:19],
             _status(a.status),
             took,
@@ -331,26 +424,121 @@ def render_list(attempts: Any, console: Console) -> None:
     console.print(table)
 
 
+def _facts(attempt: Attempt) -> list[tuple[str, str]]:
+    """When, how long, how much memory, where and what ran: the columns flatten leaves out."""
+    rows = [("started", attempt.started_at)]
+    if attempt.finished_at:
+        rows.append(("finished", attempt.finished_at))
+    elif attempt.status == "died":
+        rows.append(("finished", "never recorded (the process died)"))
+    else:
+        rows.append(("finished", f"not yet ({attempt.status})"))
+    if attempt.duration_s is not None:
+        rows.append(("took", f"{attempt.duration_s:.1f} s"))
+    if attempt.peak_rss_bytes:
+        rows.append(("peak memory", _size(attempt.peak_rss_bytes)))
+    rows += [("host", attempt.host), ("pid", str(attempt.pid))]
+    rows.append(("tree", attempt.tree or ""))
+    if attempt.command:
+        rows.append(("command", shlex.join(str(a) for a in attempt.command)))
+    if attempt.log_path:
+        rows.append(("log", attempt.log_path))
+    return rows
+
+
+def _died(attempt: Attempt) -> list[tuple[str, str]]:
+    if attempt.status != "died":
+        return []
+    return [
+        (
+            "outcome",
+            f"died: process {attempt.pid} on {attempt.host} ended without recording how the "
+            "attempt ended (killed, e.g. by the out-of-memory killer or Ctrl-C twice, or the "
+            "machine went down)"
+            + ("; the log has what ran until then" if attempt.log_path else ""),
+        )
+    ]
+
+
+def _packages(result: dict[str, Any]) -> list[tuple[str, str]]:
+    before, after = result.get("before"), result.get("after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return []
+    rows: list[tuple[str, str]] = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a == b:
+            continue
+        if a is None:
+            rows.append(("package", f"{name}: installed {b}"))
+        elif b is None:
+            rows.append(("package", f"{name}: removed (was {a})"))
+        else:
+            rows.append(("package", f"{name}: {a} -> {b}"))
+    if not rows and before:
+        restored = " (put back as it was)" if result.get("status") == "rolled-back" else ""
+        rows.append(("packages", f"none changed{restored}, {len(before)} installed"))
+    return rows
+
+
+def _install_facts(attempt: Attempt) -> list[tuple[str, str]]:
+    """An install's own record: the target, its error, what changed, where from, the snapshot."""
+    if attempt.kind != "install":
+        return []
+    result = attempt.result if isinstance(attempt.result, dict) else {}
+    rows: list[tuple[str, str]] = []
+    rollback_of = (attempt.config or {}).get("rollback_of")
+    if rollback_of is not None:
+        rows.append(("rollback of", f"install #{rollback_of}"))
+    if result.get("python"):
+        rows.append(("python", str(result["python"])))
+    if result.get("error") and str(result["error"]) != diagnosis_line(attempt):
+        rows.append(("error", str(result["error"])))
+    rows += _packages(result)
+    for name, origin in sorted((result.get("origins") or {}).items()):
+        rows.append(("from", f"{name}: {origin}"))
+    if result.get("snapshot"):
+        rows.append(("snapshot", str(result["snapshot"])))
+    return rows
+
+
 def render_show(attempt: Any, console: Console) -> None:
     assert isinstance(attempt, Attempt)
-    console.print(f"[bold]attempt {attempt.id}[/bold] {attempt.kind} {_status(attempt.status)}")
+    console.print(
+        f"[bold]attempt {attempt.id}[/bold] {escape(kind_label(attempt))} {_status(attempt.status)}"
+    )
     table = Table(box=None, show_header=False)
-    table.add_column(style="dim")
-    table.add_column()
-    for key, value in flatten(attempt).items():
-        if value:
-            table.add_row(escape(key), escape(value))
-    if attempt.log_path:
-        table.add_row("log", escape(attempt.log_path))
+    table.add_column(style="dim", no_wrap=True)
+    # commands and paths are shown whole: wrapped at spaces, folded inside a long word
+    table.add_column(overflow="fold")
+    rows = _facts(attempt)
+    rows += [(k, v) for k, v in flatten(attempt).items() if v and k != "tree"]
+    rows += _died(attempt) + _install_facts(attempt)
+    for key, value in rows:
+        table.add_row(escape(key), escape(value))
     console.print(table)
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[:1] in "aeiou" else "a ") + escape(kind)
 
 
 def render_diff(d: Any, console: Console) -> None:
     assert isinstance(d, AttemptDiff)
+    if not d.same_kind:
+        console.print(
+            f"attempt {d.a} is {_a(d.a_kind)} and attempt {d.b} {_a(d.b_kind)}: "
+            "different kinds have no settings to compare"
+        )
+        console.print(
+            f"attempt {d.a}: {_status(d.a_status)} {escape(d.a_diagnosis)}\n"
+            f"attempt {d.b}: {_status(d.b_status)} {escape(d.b_diagnosis)}"
+        )
+        return
     table = Table(box=None, header_style="bold")
-    table.add_column("setting")
-    table.add_column(f"attempt {d.a}")
-    table.add_column(f"attempt {d.b}")
+    table.add_column("setting", overflow="fold")
+    table.add_column(f"attempt {d.a}", overflow="fold")
+    table.add_column(f"attempt {d.b}", overflow="fold")
     settings = [c for c in d.changes if not c.key.startswith("step.")]
     steps = [c.key for c in d.changes if c.key.startswith("step.")]
     # The step command lines repeat the -D values and environment above: named, not printed.
