@@ -240,10 +240,10 @@ def test_untracked_files_in_a_build_folder_are_kept(tmp_path: Path) -> None:
     (tree / "dist").mkdir()
     (tree / "dist" / "NOTES.md").write_text("mine\n")  # not ignored, not a wheel
     (tree / "_skbuild").mkdir()
-    (tree / "_skbuild" / "build.ninja").write_text("# generated\n")  # a build folder, not ignored
+    (tree / "_skbuild" / "build.ninja").write_text("# generated\n")  # output, but not ignored
     plan = plan_clean(tree, "cpp_extension")
-    assert {e.path for e in plan.entries} == {"_skbuild"}
-    assert {"build/new_tool.sh", "dist"} <= {k.path for k in plan.kept}
+    assert plan.entries == ()  # what git does not ignore stays, until .gitignore says otherwise
+    assert {"build/new_tool.sh", "dist", "_skbuild"} <= {k.path for k in plan.kept}
 
 
 def test_a_git_tree_git_cannot_read_is_refused(tmp_path: Path) -> None:
@@ -357,3 +357,69 @@ def test_readonly_file_mode_restored_not_needed(tmp_path: Path) -> None:
     result = execute_clean(plan_clean(tree, "cpp_extension"), confirmed=True)
     assert result.ok
     assert not (tree / "build").exists()
+
+
+def _repo(tree: Path, gitignore: str) -> Path:
+    tree.mkdir(parents=True)
+    (tree / ".gitignore").write_text(gitignore)
+    (tree / "main.c").write_text("int main() {}\n")
+    git(tree, "init", "-q")
+    git(tree, "add", ".")
+    git(tree, "commit", "-qm", "init")
+    return tree
+
+
+def test_a_cmake_cache_naming_a_folder_inside_proves_nothing(tmp_path: Path) -> None:
+    # re-audit: protobuf's old layout, `cmake -S cmake -B .` in third_party/lib: the cache names
+    # third_party/lib/cmake, so the sources beside it went
+    tree = _repo(tmp_path / "repo", "lib/\n")
+    lib = tree / "third_party" / "lib"
+    (lib / "cmake").mkdir(parents=True)
+    (lib / "cmake" / "CMakeLists.txt").write_text("project(l C)\n")
+    (lib / "src").mkdir()
+    (lib / "src" / "l.c").write_text("int l;\n")
+    cmake_cache(lib, lib / "cmake")
+    assert "third_party/lib" not in {e.path for e in plan_clean(tree, "cmake").entries}
+    for home in ("relative/src", str(tmp_path / "gone")):  # relative, or a folder not here
+        cmake_cache(lib, Path(home))
+        assert "third_party/lib" not in {e.path for e in plan_clean(tree, "cmake").entries}
+
+
+def test_an_ignored_build_folder_must_show_it_is_output(tmp_path: Path) -> None:
+    # re-audit: an ignored top-level build/ went whole on its name alone: an in-source CMake
+    # subproject called build, or results under a `*` .gitignore
+    tree = _repo(tmp_path / "repo", "build/\n")
+    (tree / "build").mkdir()
+    (tree / "build" / "CMakeLists.txt").write_text("project(q C)\n")
+    (tree / "build" / "q.c").write_text("int q;\n")
+    (tree / "build" / "build.ninja").write_text("# generated\n")
+    assert "build" not in {e.path for e in plan_clean(tree, "cmake").entries}
+    data = _repo(tmp_path / "dotfiles", "*\n!.gitignore\n!main.c\n")
+    (data / "build").mkdir()
+    (data / "build" / "results.csv").write_text("1,2\n")
+    assert plan_clean(data, "cmake").entries == ()
+
+
+def test_a_file_the_gitignore_takes_back_stays(tmp_path: Path) -> None:
+    # re-audit: `/build/*` with `!/build/keep.txt`: keep.txt was deleted with the folder
+    tree = _repo(tmp_path / "repo", "/build/*\n!/build/keep.txt\n")
+    (tree / "build" / "obj").mkdir(parents=True)
+    (tree / "build" / "obj" / "a.o").write_bytes(b"\0")
+    (tree / "build" / "keep.txt").write_text("mine\n")
+    plan = plan_clean(tree, "cmake")
+    assert "build" not in {e.path for e in plan.entries}
+    execute_clean(plan, confirmed=True)
+    assert (tree / "build" / "keep.txt").read_text() == "mine\n"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file names are bytes")
+def test_a_name_that_is_not_utf8_names_the_same_file(tmp_path: Path) -> None:
+    # re-audit: git's bytes decoded with replacement characters named another file, which went
+    tree = _repo(tmp_path / "repo", "*.o\n")
+    junk = os.fsdecode(b"keep\xff.o")
+    (tree / junk).write_bytes(b"\0")
+    (tree / "keep\ufffd.o").write_text("mine, not ignored? it is: *.o; still, another file\n")
+    plan = plan_clean(tree, "cmake")
+    assert junk in {e.path for e in plan.entries}
+    execute_clean(plan, confirmed=True)
+    assert not os.path.lexists(tree / junk)

@@ -155,7 +155,15 @@ def _git_toplevel(root: Path) -> Path | None:
 
 
 def _git_paths(root: Path, *extra: str) -> list[str]:
-    result = cmd.run(["git", "-C", str(root), "ls-files", "-z", *extra], timeout=120, check=True)
+    # git prints names as the bytes they are: a name that is not UTF-8 must come back as the
+    # same file (a replacement character would name another one)
+    result = cmd.run(
+        ["git", "-C", str(root), "ls-files", "-z", *extra],
+        timeout=120,
+        check=True,
+        encoding="utf-8",
+        errors="surrogateescape",
+    )
     return [p for p in result.stdout.split("\0") if p]
 
 
@@ -177,16 +185,15 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
         else:
             candidates.append((p, f"ignored by git, {reason}"))
     for p in untracked:
-        rel = p.rstrip("/")
-        # a whole untracked build folder (a project without a .gitignore) goes when it proves
-        # itself an output as it must outside git; a single untracked file is someone's new file
-        reason = _build_dir_reason(root / rel, python_kind=True) if "/" not in rel else None
-        if p.endswith("/") and _is_build_dir_name(rel) and reason is not None:
-            candidates.append((p, f"untracked, {reason}"))
-        else:
-            kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
+        # what git neither tracks nor ignores may be someone's new file, in a build folder too:
+        # it is never removed (a build folder git should ignore belongs in .gitignore)
+        kept.append(Kept(p.rstrip("/"), "untracked and not ignored: may be a new source file"))
+    not_ignored = tuple(untracked)
     for raw, reason in sorted(candidates):
         rel = raw.rstrip("/")
+        if any(u.startswith(rel + "/") for u in not_ignored):
+            kept.append(Kept(rel, "holds files git does not ignore"))
+            continue
         entry = _entry(root, rel, reason, tracked, kept)
         if entry is not None:
             entries.append(entry)
@@ -221,7 +228,16 @@ def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | Non
     top = parts[0]
     in_build_dir = _is_build_dir_name(top)
     if in_build_dir and not any(t.startswith(top + "/") for t in tracked):
-        return f"a build directory ({top})" if len(parts) == 1 else f"in a build directory ({top})"
+        # a folder named like a build directory proves nothing by its name (a .gitignore of
+        # `*` ignores everything): it shows build output, or holds only compiled files
+        proof = _build_dir_reason(root / top, python_kind=True)
+        if proof is not None or _only_outputs(root / top):
+            what = proof or "compiled objects only"
+            return (
+                f"a build directory ({top}: {what})"
+                if len(parts) == 1
+                else (f"in a build directory ({top}: {what})")
+            )
     if path.is_symlink():
         return "a link in a build directory (the link only)" if in_build_dir else None
     name = path.name
@@ -244,9 +260,10 @@ CMAKE_CACHE_MAX = 16 * 2**20  # PyTorch's own cache is about 0.3 MB
 
 def _cmake_build_dir(path: Path) -> bool:
     """Whether ``path`` is a CMake build directory outside its source folder: its CMakeCache.txt
-    names the folder it was configured from (CMAKE_HOME_DIRECTORY), which is another folder, and
-    it holds no CMakeLists.txt. A cache in the source folder itself (``cmake .``), or an empty or
-    foreign file named CMakeCache.txt, proves only that file is CMake's, not what is beside it."""
+    names the folder it was configured from (CMAKE_HOME_DIRECTORY), an existing folder outside
+    this one, and it holds no CMakeLists.txt. A cache in the source folder itself (``cmake .``),
+    one naming a folder inside it, or an empty or foreign file named CMakeCache.txt, proves only
+    that file is CMake's, not what is beside it."""
     cache = path / "CMakeCache.txt"
     if not cache.is_file() or cache.is_symlink() or (path / "CMakeLists.txt").exists():
         return False
@@ -257,13 +274,16 @@ def _cmake_build_dir(path: Path) -> bool:
         return False
     for line in text.splitlines():
         if line.startswith("CMAKE_HOME_DIRECTORY:"):
-            home = line.partition("=")[2].strip()
-            if not home:
+            home = Path(line.partition("=")[2].strip())
+            if not home.is_absolute():
                 return False
             try:
-                return Path(home).resolve() != path.resolve()
+                source, here = home.resolve(strict=True), path.resolve(strict=True)
             except (OSError, RuntimeError):
-                return False
+                return False  # the source folder it names is not here: nothing is proven
+            # the sources must lie outside: a cache naming a folder inside this one (a
+            # subproject configured in its parent) makes this folder the project's own
+            return source != here and here not in source.parents
     return False
 
 
@@ -360,8 +380,13 @@ def _plan_known_dirs(root: Path, kind: ProjectKind | None) -> tuple[list[CleanEn
     return entries, kept
 
 
+PROJECT_FILES = ("CMakeLists.txt", "setup.py", "pyproject.toml", "meson.build", "Makefile.am")
+
+
 def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
     name = path.name
+    if any((path / f).exists() for f in PROJECT_FILES):
+        return None  # a project's own folder (an in-source build, a subproject named build)
     if _cmake_build_dir(path):
         return "a CMake build directory (its CMakeCache.txt names another source folder)"
     if name in BUILD_DIR_NAMES:
@@ -373,7 +398,8 @@ def _build_dir_reason(path: Path, python_kind: bool) -> str | None:
             return "setuptools build output (temp.*, lib.*)"
         if name == "dist" and python_kind:
             files = list(path.iterdir())
-            if files and all(c.name.endswith((".whl", ".tar.gz", ".egg")) for c in files):
+            made = (".whl", ".tar.gz", ".egg", *OUTPUT_SUFFIXES)
+            if files and all(c.is_symlink() or c.name.endswith(made) for c in files):
                 return "built distributions"
         if name == "torch_extensions" or (path / "torch_extensions").is_dir():
             return "a torch_extensions JIT cache"

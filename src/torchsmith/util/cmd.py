@@ -137,9 +137,12 @@ def run(
     check: bool = False,
     stdin: bytes | None = None,
     encoding: str | None = None,
+    errors: str = "replace",
 ) -> CommandResult:
     """Run ``argv`` (never through a shell) and return its decoded result (by ``encoding``
     where the tool's output has a known one without a BOM, else as :func:`decode` reads it).
+    ``errors="surrogateescape"`` with an ``encoding`` keeps file names that are not valid in it
+    exactly (as :func:`os.fsdecode` does), so they name the same file again.
 
     Raises CommandNotFoundError, CommandTimeoutError, or (with ``check``) CommandFailedError.
     """
@@ -165,7 +168,7 @@ def run(
             f"{tool}: no answer after {timeout:g}s, stopped ({display(args)})",
             tip="the tool may be hanging; check it by hand or raise --timeout",
         ) from None
-    text = decode if encoding is None else (lambda b: b.decode(encoding, errors="replace"))
+    text = decode if encoding is None else (lambda b: b.decode(encoding, errors=errors))
     result = CommandResult(args, proc.returncode, text(out), text(err), time.monotonic() - started)
     log.debug("exit %d after %.3fs: %s", result.returncode, result.duration_s, tool)
     if check and not result.ok:
