@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.install.conftest import tree_hash
+from tests.install.conftest import PYTHON311, tree_hash
 from torchsmith.cli import main
+from torchsmith.errors import UsageError
 from torchsmith.install import executor
 from torchsmith.install.envstate import package_set, read_dists
 from torchsmith.ledger import Ledger
@@ -162,3 +165,68 @@ def test_a_folder_that_is_no_venv_is_refused(
     assert code == 2
     assert "is not a virtual environment" in one_error(capsys)
     assert tree_hash(project) == before
+
+
+def test_a_prefix_with_a_python_is_no_venv(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # re-audit: a folder with bin/python (a link to the system's) was taken for a venv, so the
+    # install would have gone into the system interpreter
+    prefix = tmp_path / "fakeprefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").symlink_to(sys.executable)
+    code = main(["install", "--venv", str(prefix), *TORCH, "--dry-run"])
+    assert code == 2
+    assert "no virtual environment" in one_error(capsys)
+
+
+def test_rollback_picks_the_environment_and_keeps_the_order(tmp_path: Path) -> None:
+    # re-audit: `--rollback --venv v1` found nothing (the install recorded bin/python3, rollback
+    # looked for bin/python); `--rollback 13` undid the newer #14 as well, unsaid
+    venv = tmp_path / "v1"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    ids = []
+    for exe in ("python3", "python"):
+        attempt = ledger.start("install", config={}, tree=str(venv / "bin" / exe))
+        result = {"python": str(venv / "bin" / exe), "snapshot": str(tmp_path / f"s{exe}")}
+        ledger.finish(attempt, status="succeeded", result=result)
+        ids.append(attempt)
+    picked = executor._rollback_target(ledger, None, str(venv / "bin" / "python"))
+    assert picked.id == ids[1]
+    with pytest.raises(UsageError, match=f"install #{ids[1]} into the same environment"):
+        executor._rollback_target(ledger, ids[0], None)
+    undo = ledger.start("install", config={"rollback_of": ids[1]})
+    ledger.finish(undo, status="succeeded", result={})
+    assert executor._rollback_target(ledger, ids[0], None).id == ids[0]  # #2 is undone now
+
+
+@pytest.mark.integration
+def test_an_empty_venv_folder_given_stays_when_the_install_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # re-audit: a failed install removed the (empty) --venv folder the user had made
+    if PYTHON311 is None:
+        pytest.skip("needs python3.11")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no find-links of this machine's: it fails
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    folder = tmp_path / "env"
+    folder.mkdir()
+    empty_index = tmp_path / "index"
+    empty_index.mkdir()
+    code = main(
+        [
+            "install",
+            "--venv",
+            str(folder),
+            *TORCH,
+            "--index-url",
+            empty_index.as_uri(),
+            "--no-verify",
+        ]
+    )
+    assert code != 0
+    capsys.readouterr()
+    assert folder.is_dir()
+    assert list(folder.iterdir()) == []

@@ -100,3 +100,37 @@ def test_only_the_last_installs_keep_their_snapshots(
         executor.rollback(ids[0], ledger=ledger)
     assert not snapshot.discard(tmp_path)  # a folder that is no snapshot is never deleted
     assert (tmp_path / "venv").is_dir()
+
+
+def test_a_failed_install_puts_back_files_no_dist_info_owns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-audit: a wheel that writes over an egg-info package's module and a file of the
+    user's in site-packages; undoing the failed install removed both and called it restored."""
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    venv = fresh_venv(tmp_path / "venv")
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "dep").mkdir()
+    (site / "dep" / "__init__.py").write_text("VERSION = 1\n")
+    egg = site / "dep-1.0-py3.11.egg-info"  # the setup.py-install layout Debian and conda keep
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: dep\nVersion: 1.0\n")
+    (egg / "installed-files.txt").write_text("../dep/__init__.py\nPKG-INFO\n")
+    (site / "usercfg.py").write_text("MINE = True\n")
+    taken = snapshot.take((str(site),))
+    bad = wheel(
+        tmp_path, "bad", {"dep/__init__.py": "VERSION = 2\n", "usercfg.py": "MINE = False\n"}
+    )
+    subprocess.run([*pip, str(bad)], check=True, timeout=300)
+    (site / "added_by_it.py").write_text("x = 1\n")
+    snapshot.restore(taken.path, exact=True)
+    assert (site / "dep" / "__init__.py").read_text() == "VERSION = 1\n"
+    assert (site / "usercfg.py").read_text() == "MINE = True\n"
+    assert not (site / "added_by_it.py").exists()
+    assert snapshot.differences(taken.path) == []
+    # a rollback later keeps what came in since by other means (only an exact undo removes it)
+    (site / "later.py").write_text("y = 2\n")
+    snapshot.restore(taken.path)
+    assert (site / "later.py").exists()
+    assert snapshot.differences(taken.path) == [f"added: {site / 'later.py'}"]

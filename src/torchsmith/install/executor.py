@@ -68,6 +68,12 @@ def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
         result.steps.append(steps.venv_step(venv))
         result.python = str(steps.venv_python(venv))
     else:
+        if options.venv is not None and not _is_environment(Path(options.venv)):
+            raise UsageError(
+                f"--venv {options.venv}: has a Python but is no virtual environment (no "
+                "pyvenv.cfg or conda-meta): installing there would change that interpreter",
+                tip="name a venv, or pass the interpreter with --python if you mean it",
+            )
         result.python = resolve_python(options.venv or options.python)
     result.torch = steps.torch_version(rec)
     overridden = bool(options.index_url or options.find_links)
@@ -122,12 +128,7 @@ def run_install(
     }
     on_step("checking the package index")
     indexes.require_reachable(forced)
-    created: Path | None = None
-    for step in result.steps[:-1]:  # create the venv
-        on_step(step.title)
-        created = Path(options.venv or "").absolute()
-        cmd.run(step.argv, timeout=300, check=True)
-        result.notes.append(f"created {options.venv}")
+    created, existed = _create_venv(result, options, on_step)
     info, _ = probe_python_and_torch(result.python)
     if info.error or not info.site_packages:
         raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
@@ -145,12 +146,12 @@ def run_install(
     try:
         _install(result, sites, on_step)
     except KeyboardInterrupt:
-        _restore(result, "interrupted", created)
+        _restore(result, "interrupted", created, existed)
         ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
         raise
     except TorchsmithError as exc:
         result.error = exc.message
-        _restore(result, "rolled-back", created)
+        _restore(result, "rolled-back", created, existed)
         result.duration_s = round(time.monotonic() - started, 2)
         _discard_if_restored(result)
         ledger.finish(
@@ -159,7 +160,7 @@ def run_install(
         )  # fmt: skip
         return result
     except BaseException:  # a bug or OS failure: still put the environment back, then surface
-        _restore(result, "rolled-back", created)
+        _restore(result, "rolled-back", created, existed)
         ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
     result.status = "succeeded"
@@ -178,6 +179,21 @@ def run_install(
         on_step("verifying")
         result.verify = verifier(result.python)
     return result
+
+
+def _create_venv(
+    result: InstallResult, options: InstallOptions, on_step: OnStep
+) -> tuple[Path | None, bool]:
+    """Run the venv step, if any: the folder made, and whether it was there (empty) before."""
+    created: Path | None = None
+    existed = False
+    for step in result.steps[:-1]:
+        on_step(step.title)
+        created = Path(options.venv or "").absolute()
+        existed = created.is_dir()  # an empty folder given: it stays, emptied, on failure
+        cmd.run(step.argv, timeout=300, check=True)
+        result.notes.append(f"created {options.venv}")
+    return created, existed
 
 
 def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> None:
@@ -206,17 +222,22 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
 
 
-def _restore(result: InstallResult, status: str, created: Path | None = None) -> None:
-    """Put the environment back as the snapshot has it; a venv this install created goes."""
+def _restore(
+    result: InstallResult, status: str, created: Path | None = None, existed: bool = False
+) -> None:
+    """Put the environment back as the snapshot has it; a venv this install created goes (an
+    empty folder it was given is left empty)."""
     if created is not None:
         shutil.rmtree(created, ignore_errors=True)
+        if existed:
+            created.mkdir(exist_ok=True)
         result.status = status  # type: ignore[assignment]
         result.before, result.after, result.changed = {}, {}, {}  # it did not exist before
         result.notes.append(f"removed {created}, which this install had created")
         return
     if result.snapshot is None:
         return
-    after = snapshot.restore(result.snapshot)
+    after = snapshot.restore(result.snapshot, exact=True)
     result.after = after
     result.changed = diff(result.before, after)
     result.status = status  # type: ignore[assignment]
@@ -230,8 +251,14 @@ KEEP_SNAPSHOTS = 3  # per environment: the installs that `--rollback` can still 
 def _discard_if_restored(result: InstallResult) -> None:
     """A failed install was put back already: its snapshot has no further use (rollback skips
     it), so it goes, unless the restore was incomplete and it is the only copy of the files."""
-    if result.snapshot and result.after == result.before and snapshot.discard(result.snapshot):
-        result.notes.append("its snapshot was removed: the environment is as it was")
+    if not result.snapshot or result.after != result.before:
+        return
+    left = snapshot.differences(result.snapshot)
+    if left:  # the snapshot is the only copy of what the restore could not put back
+        result.notes.append(f"restore incomplete ({len(left)} files), snapshot kept: {left[0]}")
+        return
+    if snapshot.discard(result.snapshot):
+        result.notes.append("its snapshot was removed: site-packages is as it was, file by file")
         result.snapshot = None
 
 
@@ -343,9 +370,24 @@ def rollback(
 
 
 def _same_python(a: str, b: str) -> bool:
-    """One interpreter path (a venv's bin/python is a link to the base one: links are not
-    followed, the venv is the target)."""
-    return os.path.normcase(Path(a).absolute()) == os.path.normcase(Path(b).absolute())
+    """One environment: the same interpreter path (links are not followed: a venv's
+    bin/python is a link to the base one), or two interpreters of one venv's bin folder
+    (python and python3)."""
+    first, second = Path(a).absolute(), Path(b).absolute()
+    if os.path.normcase(first) == os.path.normcase(second):
+        return True
+    same_bin = os.path.normcase(first.parent) == os.path.normcase(second.parent)
+    return same_bin and _is_environment(first.parent.parent)
+
+
+def _is_environment(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
+def _undone(installs: list[Any], attempt_id: int) -> bool:
+    return any(
+        a.config.get("rollback_of") == attempt_id and a.status == "succeeded" for a in installs
+    )
 
 
 def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None) -> Any:
@@ -360,24 +402,34 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
             )
         if attempt.kind != "install" or not attempt.result.get("snapshot"):
             raise InputError(f"attempt {attempt_id} is not an install with a snapshot")
-        if python is not None and not _same_python(str(attempt.result.get("python")), python):
+        where = str(attempt.result.get("python"))
+        if python is not None and not _same_python(where, python):
             raise UsageError(
-                f"install #{attempt_id} changed {attempt.result.get('python')}, not {python}",
+                f"install #{attempt_id} changed {where}, not {python}",
                 tip="leave out --venv/--python, or name an install of that environment",
             )
+        newer = [
+            a.id
+            for a in installs
+            if a.id > attempt.id
+            and a.status == "succeeded"
+            and "rollback_of" not in a.config
+            and _same_python(str(a.result.get("python")), where)
+            and not _undone(installs, a.id)
+        ]
+        if newer:  # its snapshot predates them: restoring it would undo them too, unsaid
+            raise UsageError(
+                f"install #{min(newer)} into the same environment came after #{attempt_id}",
+                tip=f"roll back the newer install(s) first (--rollback {max(newer)}), then it",
+            )
         return attempt
-    undone = {
-        a.config.get("rollback_of")
-        for a in installs
-        if "rollback_of" in a.config and a.status == "succeeded"
-    }
     candidates = [
         a
         for a in installs
         if a.result.get("snapshot")
         and "rollback_of" not in a.config
         and a.status == "succeeded"
-        and a.id not in undone
+        and not _undone(installs, a.id)
         and (python is None or _same_python(str(a.result.get("python")), python))
     ]
     if not candidates:

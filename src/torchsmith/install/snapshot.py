@@ -2,10 +2,11 @@
 
 A snapshot keeps every file that RECORD lists for each distribution installed before the
 install, hard-linked where the filesystem allows (installers unlink and rewrite files, so the
-linked copy keeps the old content at no cost) and copied otherwise. Restoring removes every
-distribution that is not in the snapshot (or has another version) through its RECORD, then puts
-the snapshot's files back: all of them for a package that changed, and for one that kept its
-version every file that is missing or is no longer the snapshot's.
+linked copy keeps the old content at no cost) and copied otherwise: every file under
+site-packages, whoever owns it (an egg-info package, a file of the user's), and the files RECORD
+lists outside it. Restoring removes every distribution that is not in the snapshot (or has
+another version) through its RECORD, then puts back every kept file that is missing or is no
+longer the snapshot's; undoing an install that just failed also removes what it added.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class Snapshot:
 
 
 def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
+    """Keep every file under ``site_packages`` (whoever owns it: a dist-info or egg-info
+    package, or a file of the user's) and every file a distribution's RECORD lists outside it
+    (its scripts in bin/), each stored once; symlinks are kept as links."""
     dists = read_dists(site_packages)
     base = root or snapshots_dir()
     base.mkdir(parents=True, exist_ok=True)
@@ -52,26 +56,47 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
     )
     store = dest / "files"
     store.mkdir()
+    stored: dict[str, str] = {}  # original path -> its name in the store
+
+    def keep(path: Path) -> str:
+        key = str(path)
+        if key not in stored:
+            stored[key] = str(len(stored))
+            _link_or_copy(path, store / stored[key])
+        return stored[key]
+
+    links: list[list[str]] = []
+    for site in site_packages:
+        for dirpath, dirnames, filenames in os.walk(site, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in [*filenames, *dirnames]:
+                path = Path(dirpath, name)
+                if path.is_symlink():
+                    links.append([str(path), str(path.readlink())])
+                elif name in filenames and path.is_file():
+                    keep(path)
     entries: dict[str, list[list[str]]] = {}
-    count = 0
     for name, dist in sorted(dists.items()):
-        kept: list[list[str]] = []
-        for path in record_files(dist):
-            if not path.is_file():
-                continue
-            target = store / str(count)
-            _link_or_copy(path, target)
-            kept.append([str(path), str(count)])
-            count += 1
-        entries[name] = kept
+        entries[name] = [
+            [str(path), keep(path)]
+            for path in record_files(dist)
+            if path.is_file() and not path.is_symlink()
+        ]
+    inside = [[path, key] for path, key in stored.items() if _under(Path(path), site_packages)]
     manifest = {
         "site_packages": list(site_packages),
         "packages": package_set(dists),
         "dist_info": {n: d.dist_info for n, d in dists.items()},
         "files": entries,
+        "site_files": inside,
+        "site_links": links,
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    return Snapshot(str(dest), site_packages, package_set(dists), count)
+    return Snapshot(str(dest), site_packages, package_set(dists), len(stored))
+
+
+def _under(path: Path, sites: tuple[str, ...]) -> bool:
+    return any(path.is_relative_to(site) for site in sites)
 
 
 def discard(path: str | Path) -> bool:
@@ -108,8 +133,15 @@ def load(path: str | Path) -> dict[str, object]:
     return data
 
 
-def restore(path: str | Path) -> dict[str, str]:
-    """Make the environment's package set equal the snapshot's; returns the set afterwards."""
+def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
+    """Make the environment's package set equal the snapshot's; returns the set afterwards.
+
+    Every package that is not in the snapshot (or has another version, or lost files) goes
+    through its RECORD, then every file the snapshot kept that is missing or no longer its own
+    comes back, whoever owned it. ``exact`` (undoing an install that just failed) also removes
+    every other file under site-packages that was not there (an egg-info package's files, say),
+    so the folder is as it was; a rollback later keeps what was added since by other means.
+    """
     data = load(path)
     sites = tuple(str(s) for s in data["site_packages"])  # type: ignore[attr-defined]
     wanted: dict[str, str] = dict(data["packages"])  # type: ignore[call-overload]
@@ -118,21 +150,64 @@ def restore(path: str | Path) -> dict[str, str]:
     for name, dist in current.items():
         if wanted.get(name) != dist.version or not _intact(dist):
             _remove(dist, sites)
-    now = read_dists(sites)
     store = Path(path) / "files"
-    for name, version in wanted.items():
-        # a package that kept its version may still have lost or changed a file another one
-        # wrote over (two wheels shipping one module): every file is checked, not the version
-        same = name in now and now[name].version == version
-        for original, stored in files.get(name, []):
-            target = Path(original)
-            if same and _unchanged(target, store / stored):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            shutil.copy2(store / stored, target)
+    kept = [(Path(o), store / k) for rows in files.values() for o, k in rows]
+    if "site_files" in data:  # snapshots before the whole-folder ones kept RECORD files only
+        kept += [(Path(o), store / k) for o, k in data["site_files"]]  # type: ignore[attr-defined]
+        links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
+        if exact:
+            _remove_added(sites, {p for p, _ in kept} | set(links))
+        for link, target in links.items():
+            if not link.is_symlink() or str(link.readlink()) != target:
+                _clear(link)
+                link.symlink_to(target)
+    for target, stored in kept:
+        if not _unchanged(target, stored):
+            _clear(target)
+            shutil.copy2(stored, target)
     return package_set(read_dists(sites))
+
+
+def differences(path: str | Path) -> list[str]:
+    """The files under site-packages that are not as the snapshot kept them (missing, changed,
+    or added outside __pycache__): empty when a restore put the folder back exactly."""
+    data = load(path)
+    if "site_files" not in data:
+        return ["an older snapshot: only its packages' files were kept"]
+    sites = tuple(str(s) for s in data["site_packages"])  # type: ignore[attr-defined]
+    store = Path(path) / "files"
+    rows = [(Path(o), store / k) for o, k in data["site_files"]]  # type: ignore[attr-defined]
+    links = {Path(o) for o, _ in data.get("site_links", [])}  # type: ignore[attr-defined]
+    out = [f"changed or missing: {p}" for p, s in rows if not _unchanged(p, s)]
+    known = {p for p, _ in rows} | links
+    out += [f"added: {p}" for p in _files_under(sites) if p not in known]
+    return out
+
+
+def _files_under(sites: tuple[str, ...]) -> list[Path]:
+    found = []
+    for site in sites:
+        for dirpath, dirnames, filenames in os.walk(site, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            found += [Path(dirpath, n) for n in filenames]
+            found += [Path(dirpath, d) for d in dirnames if Path(dirpath, d).is_symlink()]
+    return found
+
+
+def _remove_added(sites: tuple[str, ...], known: set[Path]) -> None:
+    roots = {Path(s).resolve() for s in sites}
+    for path in _files_under(sites):
+        if path not in known:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            _prune(path.parent, roots)
+
+
+def _clear(target: Path) -> None:
+    """Make room for a kept file or link at ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
 
 
 def _unchanged(path: Path, stored: Path) -> bool:
@@ -141,6 +216,8 @@ def _unchanged(path: Path, stored: Path) -> bool:
     try:
         now, then = path.lstat(), stored.stat()
     except OSError:
+        return False
+    if path.is_symlink():
         return False
     if (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
         return True
