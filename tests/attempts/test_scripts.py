@@ -286,3 +286,37 @@ def test_a_script_checks_for_torchsmiths_driver_first(tmp_path: Path) -> None:
     assert "torchsmith's parallel extension build driver" in done.stdout
     for shell in ("powershell", "cmd"):
         assert "parallel extension build driver" in emit_script(config, shell)  # type: ignore[arg-type]
+
+
+def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
+    """Re-audit: a script written before build/ existed kept `rm -rf build`; at run time it now
+    checks with git first and stops where build/ holds tracked or not-ignored files."""
+    tree = tmp_path / "proj"
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tree,
+            check=True,
+            capture_output=True,
+        )
+    config = replace(
+        windows_config(),
+        project=Project(str(tree), "cmake", "cmake", name="p", build_dir="build"),
+        cuda_home=None,
+        env={},
+        steps=(Step("noop", ("true",), str(tree)),),
+    )
+    script = tmp_path / "s.sh"
+    script.write_text(emit_script(config, "bash"))
+    done = subprocess.run(
+        ["env", f"PATH={os.environ['PATH']}", "TORCHSMITH_CLEAN=1", "bash", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "holds files git tracks" in done.stdout
+    assert (tree / "build" / "ci.sh").exists()

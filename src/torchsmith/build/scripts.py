@@ -109,6 +109,12 @@ _DRIVER_MISSING = (
 )
 
 
+_CLEAN_REFUSED = (
+    "clean: {path} holds files git tracks or does not ignore; not removed (torchsmith clean "
+    "removes only its build outputs)"
+)
+
+
 def clean_dir(config: BuildConfig) -> str | None:
     """The build directory to remove on request: inside the tree, never the tree itself."""
     build_dir = config.project.build_dir
@@ -161,9 +167,15 @@ def _bash(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("/") + "/" + clean
+        guard = _CLEAN_REFUSED.format(path=target)
         out += [
             "",
             f'if [ "${{{CLEAN_VAR}:-0}}" = 1 ]; then',
+            f"  if git -C {q(tree)} rev-parse --is-inside-work-tree >/dev/null 2>&1 &&",
+            f'     [ -n "$(git -C {q(tree)} ls-files --cached --others --exclude-standard'
+            f' -- {q(clean)} | head -n 1)" ]; then',
+            f"    fail {q(guard)}",
+            "  fi",
             f"  log {q('clean: removing ' + target)}",
             f"  rm -rf -- {q(target)}",
             "fi",
@@ -253,6 +265,11 @@ def _powershell(config: BuildConfig) -> str:
         body += [
             "",
             f"if ($env:{CLEAN_VAR} -eq '1' -and (Test-Path -LiteralPath {p(target)})) {{",
+            "    if ((Get-Command -Name git -ErrorAction SilentlyContinue) -and "
+            f"(git -C {p(tree)} ls-files --cached --others --exclude-standard -- "
+            f"{p(clean)} 2>$null)) {{",
+            f"        Stop-Build {p(_CLEAN_REFUSED.format(path=target))}",
+            "    }",
             f"    Write-Log {p('clean: removing ' + target)}",
             f"    Remove-Item -LiteralPath {p(target)} -Recurse -Force",
             "}",
@@ -399,9 +416,15 @@ def _cmd(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
+        refused = cmd_echo_text(_CLEAN_REFUSED.format(path=target))
         out += [
             "",
-            f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} rmdir /s /q {cmd_quote(target)}',
+            f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} (',
+            f"  git -C {cmd_quote(tree)} ls-files --cached --others --exclude-standard -- "
+            f"{cmd_quote(clean)} 2>nul | findstr /r . >nul && "
+            f"(call :fail {refused} & exit /b 1)",
+            f"  rmdir /s /q {cmd_quote(target)}",
+            ")",
         ]
     for step in config.steps:
         out += ["", *_cmd_step(step)]

@@ -46,6 +46,9 @@ try {
     $env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''
 
     if ($env:TORCHSMITH_CLEAN -eq '1' -and (Test-Path -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build')) {
+        if ((Get-Command -Name git -ErrorAction SilentlyContinue) -and (git -C 'C:\Users\Ann Lee\src\my ext & co (test)' ls-files --cached --others --exclude-standard -- 'build' 2>$null)) {
+            Stop-Build 'clean: C:\Users\Ann Lee\src\my ext & co (test)\build holds files git tracks or does not ignore; not removed (torchsmith clean removes only its build outputs)'
+        }
         Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
         Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
     }

@@ -17,7 +17,10 @@ set "TORCH_CUDA_ARCH_LIST=8.6;12.0+PTX"
 set "MAX_JOBS=8"
 set "NVCC_APPEND_FLAGS=--threads 2 -DNAME=100%% -DQ='x'"
 
-if "%TORCHSMITH_CLEAN%"=="1" if exist "C:\Users\Ann Lee\src\my ext & co (test)\build" rmdir /s /q "C:\Users\Ann Lee\src\my ext & co (test)\build"
+if "%TORCHSMITH_CLEAN%"=="1" if exist "C:\Users\Ann Lee\src\my ext & co (test)\build" (
+  git -C "C:\Users\Ann Lee\src\my ext & co (test)" ls-files --cached --others --exclude-standard -- build 2>nul | findstr /r . >nul && (call :fail clean: C:\Users\Ann Lee\src\my ext _ co [test]\build holds files git tracks or does not ignore; not removed [torchsmith clean removes only its build outputs] & exit /b 1)
+  rmdir /s /q "C:\Users\Ann Lee\src\my ext & co (test)\build"
+)
 
 call :log step build: C:\Users\Ann Lee\venvs\torch [cu129]\Scripts\python.exe setup.py build_ext --inplace -DFLAG=a_b_c_d_PATH_
 cd /d "C:\Users\Ann Lee\src\my ext & co (test)" || (call :fail no folder C:\Users\Ann Lee\src\my ext _ co [test] & exit /b 1)
