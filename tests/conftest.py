@@ -1,4 +1,4 @@
-"""Shared by every test: no test writes the user's own ledger."""
+"""Shared by every test: no test writes the user's own ledger or snapshot cache."""
 
 from __future__ import annotations
 
@@ -16,4 +16,5 @@ def _private_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TORCHSMITH_LEDGER", str(path))
+        patch.setenv("TORCHSMITH_SNAPSHOTS", str(path.parent / "snapshots"))
         yield

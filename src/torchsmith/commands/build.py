@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -81,6 +84,28 @@ def _provable_clean_step(config: BuildConfig, as_json: bool) -> BuildConfig:
             err=True,
         )
     return replace(config, project=replace(config.project, build_dir=None))
+
+
+class _BuildFailedError(Exception):
+    """Leaves the install guard of a build that failed, so what it installed is put back."""
+
+
+@contextlib.contextmanager
+def _undoable_install(config: BuildConfig, ledger: Any) -> Iterator[Any]:
+    """A build that installs into its target (pip install ., the parallel driver's wheel) does
+    so as an install does: snapshotted, put back when the build fails, and recorded so that
+    `torchsmith install --rollback` undoes it."""
+    installs = any(s.name == "install" or "--install-from" in s.argv for s in config.steps)
+    if not installs:
+        yield None
+        return
+    from torchsmith.install.executor import guard  # noqa: PLC0415
+
+    try:
+        with guard(config.python, by={"build": config.project.path}, ledger=ledger) as state:
+            yield state
+    except _BuildFailedError:
+        return
 
 
 _CLEANED = ("stale-build-cache",)  # findings that --clean's removal of build outputs resolves
@@ -180,13 +205,11 @@ def build(
     from torchsmith.build.options import BuildOptions  # noqa: PLC0415
     from torchsmith.build.preflight import blocking  # noqa: PLC0415
     from torchsmith.build.prepare import prepare  # noqa: PLC0415
-    from torchsmith.build.runner import run_build  # noqa: PLC0415
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
-    from torchsmith.ledger import Ledger  # noqa: PLC0415
     from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
     from torchsmith.probe.io import load_probe  # noqa: PLC0415
     from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
-    from torchsmith.render.build import BuildPlan, render_build, render_plan  # noqa: PLC0415
+    from torchsmith.render.build import BuildPlan, render_plan  # noqa: PLC0415
 
     tree = path.expanduser().resolve()
     if not tree.is_dir():
@@ -244,17 +267,34 @@ def build(
         _clean(tree, as_json)
         plan = configure()  # the tree changed: configure for what is left
         config = plan.config
+    _run(plan, probe, as_json)
+
+
+def _run(plan: Any, probe: Any, as_json: bool) -> None:
+    """Run the planned build (what it installs made undoable), show and record the result."""
+    from torchsmith.build.runner import run_build  # noqa: PLC0415
+    from torchsmith.ledger import Ledger  # noqa: PLC0415
+    from torchsmith.render.build import render_build, render_plan  # noqa: PLC0415
+
+    config = plan.config
     out = None if as_json else console()
     if out is not None:
         render_plan(plan, out)
-    result = run_build(
-        config,
-        ledger=Ledger(),
-        log_dir=log_dir(),
-        console=out,
-        command=["torchsmith", "build", *sys.argv[2:]],
-        probe=probe,
-    )
+    ledger = Ledger()
+    with _undoable_install(config, ledger) as undo:
+        result = run_build(
+            config,
+            ledger=ledger,
+            log_dir=log_dir(),
+            console=out,
+            command=["torchsmith", "build", *sys.argv[2:]],
+            probe=probe,
+        )
+        if not result.ok:
+            raise _BuildFailedError
     emit("build", result, as_json=as_json, render=render_build)
+    if undo is not None and out is not None:
+        for note in undo.notes:
+            out.print(f"[dim]{note}[/dim]")
     if not result.ok:
         raise click.exceptions.Exit(130 if result.status == "interrupted" else 1)

@@ -7,12 +7,14 @@ ledger attempt of kind "install".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +245,52 @@ def _restore(
     result.status = status  # type: ignore[assignment]
     if after != result.before:
         result.notes.append("restore incomplete: " + json.dumps(diff(result.before, after)))
+
+
+@dataclass
+class Guard:
+    """What :func:`guard` did around a block that may install into an environment."""
+
+    python: str
+    attempt_id: int | None = None  # the install attempt recorded for the change, if any
+    changed: dict[str, list[str | None]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> Iterator[Guard]:
+    """Make whatever the block installs into ``python`` undoable as an install is: snapshot
+    its site-packages first; when the block ends well and packages changed, record an install
+    attempt (``by`` says what did it: a build) that ``install --rollback`` undoes; when it fails
+    or is interrupted, put site-packages back file by file. With no change, the snapshot goes."""
+    info, _ = probe_python_and_torch(python)
+    if info.error or not info.site_packages:
+        raise InputError(f"{python}: {info.error or 'no site-packages'}")
+    sites = info.site_packages
+    ledger = ledger or Ledger()
+    taken = snapshot.take(sites)
+    state = Guard(python)
+    try:
+        yield state
+    except BaseException:
+        snapshot.restore(taken.path, exact=True)
+        if not snapshot.differences(taken.path):
+            snapshot.discard(taken.path)
+        raise
+    after = package_set(read_dists(sites))
+    state.changed = diff(taken.packages, after)
+    if not state.changed and not snapshot.differences(taken.path):
+        snapshot.discard(taken.path)
+        return
+    state.attempt_id = ledger.start("install", config={"by": by}, command=(), tree=python)
+    result = {"python": python, "status": "succeeded", "before": taken.packages, "after": after,
+              "snapshot": taken.path, "origins": {}, "error": None}  # fmt: skip
+    ledger.finish(state.attempt_id, status="succeeded", exit_code=0, result=result)
+    state.notes.append(
+        f"what it installed into {python} is install #{state.attempt_id}: "
+        "torchsmith install --rollback undoes it"
+    )
+    prune_snapshots(ledger, python)
 
 
 KEEP_SNAPSHOTS = 3  # per environment: the installs that `--rollback` can still undo
