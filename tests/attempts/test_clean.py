@@ -423,3 +423,20 @@ def test_a_name_that_is_not_utf8_names_the_same_file(tmp_path: Path) -> None:
     assert junk in {e.path for e in plan.entries}
     execute_clean(plan, confirmed=True)
     assert not os.path.lexists(tree / junk)
+
+
+def test_a_file_linked_from_outside_keeps_its_mode(tmp_path: Path) -> None:
+    # re-audit (as an unprivileged user): a read-only file outside the tree, hard-linked into a
+    # read-only build folder, went from 0444 to 0644: its mode is its data's, shared by both names
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the tree's\n")
+    outside.chmod(0o444)
+    tree = _repo(tmp_path / "repo", "build/\n")
+    cmake_cache(tree / "build", tree)
+    (tree / "build" / "obj").mkdir()
+    os.link(outside, tree / "build" / "obj" / "linked.o")
+    (tree / "build" / "obj").chmod(0o555)
+    execute_clean(plan_clean(tree, "cmake"), confirmed=True)
+    assert not (tree / "build").exists()
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o444
+    assert outside.read_text() == "not the tree's\n"

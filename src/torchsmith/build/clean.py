@@ -501,13 +501,25 @@ def _remove(path: Path) -> list[tuple[Path, str]]:
 
 
 def _make_writable(path: Path) -> None:
-    for target in (path.parent, path):
+    """Let ``path`` go: on POSIX removing an entry needs only its folder to be writable, so the
+    folder (inside the tree) is the only thing changed; a file's own mode is changed only on
+    Windows, where a read-only file cannot be deleted, and only when no other name links its
+    data (a hard link from outside the tree shares the mode: changing it would change a file
+    outside the tree)."""
+    targets = [path.parent]
+    if platforms.current_os() == "windows":
+        targets.append(path)
+    for target in targets:
         try:
             if target.is_symlink():
                 continue
-            mode = target.lstat().st_mode
+            info = target.lstat()
+            if not target.is_dir() and info.st_nlink > 1:
+                continue
             target.chmod(
-                stat.S_IMODE(mode) | stat.S_IWRITE | (stat.S_IXUSR if target.is_dir() else 0),
+                stat.S_IMODE(info.st_mode)
+                | stat.S_IWRITE
+                | (stat.S_IXUSR if target.is_dir() else 0),
             )
         except OSError:
             continue
