@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.build.configs import cmake_config, copy_project
+from tests.build.configs import cmake_config, commit_all, copy_project
 from torchsmith.build.drivers import CPP_EXT_PARALLEL, parallel_extension_steps
 from torchsmith.build.model import BuildConfig, Project, Step
 from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, write_script
@@ -294,13 +294,7 @@ def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
     tree = tmp_path / "proj"
     (tree / "build").mkdir(parents=True)
     (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
-    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=tree,
-            check=True,
-            capture_output=True,
-        )
+    commit_all(tree)
     config = replace(
         windows_config(),
         project=Project(str(tree), "cmake", "cmake", name="p", build_dir="build"),

@@ -4,6 +4,7 @@ buildcfg helper's make_config; the executor tests need only the contract, build/
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,3 +81,14 @@ def python_config(
         cmake_args=(),
         steps=(Step("build", (python, *argv), str(tree)),),
     )
+
+
+def commit_all(tree: Path) -> None:
+    """Make ``tree`` a git repository with everything in it committed (tests of what git tracks)."""
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tree,
+            check=True,
+            capture_output=True,
+        )

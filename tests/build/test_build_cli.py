@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.build.configs import NVCC, copy_project
+from tests.build.configs import NVCC, commit_all, copy_project
 from torchsmith.cli import main
 from torchsmith.ledger import Ledger
 
@@ -154,13 +153,7 @@ def test_emit_has_no_clean_step_for_a_build_dir_with_tracked_files(
     tree = copy_project("tinycuda", tmp_path)
     (tree / "build").mkdir()
     (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
-    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=tree,
-            check=True,
-            capture_output=True,
-        )
+    commit_all(tree)
     code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--emit", "bash"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
