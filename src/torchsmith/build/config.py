@@ -73,6 +73,18 @@ def make_config(
 
     targets = resolve_targets(probe, kb, options, fleet) if cuda else Targets((), (), "none")
     acc.findings.extend(targets.findings)
+    if not cuda and (options.targets or options.gpus):
+        resolve_targets(probe, kb, options, fleet)  # a bad --cc/--gpu is still bad usage
+        acc.findings.append(
+            Finding(
+                category="other",
+                severity="info",
+                message=f"{project.name or project.kind} compiles no CUDA code: --cc and --gpu "
+                "have no effect on it",
+                fix="leave them out",
+                subject="targets",
+            )
+        )
     arch_list = _arch_list(targets.ccs, options.profile)
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
     if inherited and targets.origin == FROM_ENVIRONMENT:
