@@ -87,7 +87,8 @@ def test_cpu_extension_needs_no_targets(h200: Probe, kb: Knowledge) -> None:
         make_config(CPP, no_gpu(h200), kb, BuildOptions(targets=("9.x",)))
     given = make_config(CPP, no_gpu(h200), kb, BuildOptions(targets=("9.0",)))
     assert given.arch_list == ()
-    assert [f.message for f in given.findings][0].endswith("--cc and --gpu have no effect on it")
+    (note,) = given.findings
+    assert note.message.endswith("--cc and --gpu have no effect on it")
 
 
 def test_the_users_exported_values_are_said_and_kept_or_replaced(

@@ -133,6 +133,17 @@ def matmul_check(torch: Any, dev: Any, mode: str) -> Result:
     return err <= tol, err, f"relative error {err:.2e} vs CPU (tolerance {tol:.0e})"
 
 
+def cpu_matmul(torch: Any) -> Result:
+    """A CPU build computes: a float32 matmul (BLAS, OpenMP threads) against float64."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 256, generator=gen)
+    b = torch.randn(256, 256, generator=gen)
+    err = rel_err(torch, a @ b, a.double() @ b.double())
+    tol = MATMUL_TOL["fp32"]
+    threads = torch.get_num_threads()
+    return err <= tol, err, f"relative error {err:.2e} vs float64 on {threads} thread(s)"
+
+
 def conv_check(torch: Any, dev: Any) -> Result:
     if not torch.backends.cudnn.is_available():
         return False, None, "cuDNN is not available to this torch"
@@ -573,6 +584,7 @@ def main(argv: list[str]) -> None:
     STATE["cuda_built"] = torch.version.cuda
     STATE["hip_built"] = getattr(torch.version, "hip", None)
     if not (torch.version.cuda or STATE["hip_built"]):  # ROCm builds use the torch.cuda API too
+        check("cpu matmul", cpu_matmul, torch)  # all a CPU build can prove: that it computes
         STATE["done"] = True
         save()
         return
