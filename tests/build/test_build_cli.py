@@ -172,3 +172,37 @@ def test_emit_with_json_is_an_envelope(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 0
     assert doc["data"]["shell"] == "bash"
     assert doc["data"]["script"].startswith("#!/usr/bin/env bash")
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_a_failed_cmake_build_is_a_result_not_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review: a failed build with no install step left through an exception the install guard
+    raised for builds that do install: exit 70, no result."""
+    tree = copy_project("tinycuda", tmp_path)
+    (tree / "kernel.cu").write_text("this is not CUDA\n")
+    code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert doc["ok"] is True
+    assert doc["data"]["status"] == "failed"
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_a_stale_cache_clean_keeps_still_blocks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review: --clean lifted the stale-cache blocker even where clean removed nothing (a build
+    folder git neither tracks nor ignores), so the build ran on the stale cache."""
+    tree = copy_project("tinycuda", tmp_path)
+    commit_all(tree)
+    assert main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"]) == 0
+    capsys.readouterr()
+    code = main(["build", str(tree), "--cc", "12.0", "--cache", "none", "--clean"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "after --clean" in err
+    assert (tree / "build" / "CMakeCache.txt").exists()

@@ -90,8 +90,12 @@ def test_only_the_last_installs_keep_their_snapshots(
     ledger.finish(
         other, status="succeeded", result={"python": "/x/bin/python", "snapshot": elsewhere}
     )
+    failed = ledger.start("install", config={}, tree=python)  # its snapshot: the only copy
+    kept_copy = snapshot.take(sites).path
+    ledger.finish(failed, status="failed", result={"python": python, "snapshot": kept_copy})
     removed = executor.prune_snapshots(ledger, python)
     assert removed == [ids[1], ids[0]]  # newest first; the other environment's is kept
+    assert Path(kept_copy).is_dir()  # review: a failed install's snapshot was pruned too
     assert Path(elsewhere).is_dir()
     for attempt in ids:
         kept = Path(ledger.get(attempt).result["snapshot"] or "/nonexistent").is_dir()

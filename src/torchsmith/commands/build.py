@@ -97,7 +97,10 @@ def _undoable_install(config: BuildConfig, ledger: Any) -> Iterator[Any]:
     `torchsmith install --rollback` undoes it."""
     installs = any(s.name == "install" or "--install-from" in s.argv for s in config.steps)
     if not installs:
-        yield None
+        try:
+            yield None
+        except _BuildFailedError:
+            return
         return
     from torchsmith.install.executor import guard  # noqa: PLC0415
 
@@ -267,6 +270,15 @@ def build(
         _clean(tree, as_json)
         plan = configure()  # the tree changed: configure for what is left
         config = plan.config
+        left = blocking(plan.findings)
+        if left and not force:  # what clean kept (files it cannot prove are outputs) still blocks
+            if not as_json:
+                render_plan(plan, console())
+            raise InputError(
+                f"preflight, after --clean: {left[0].message}",
+                tip=f"clean kept it (torchsmith clean {tree} says why); {left[0].fix} "
+                "(or pass --force to build anyway)",
+            )
     _run(plan, probe, as_json)
 
 

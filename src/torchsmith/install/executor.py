@@ -155,7 +155,7 @@ def run_install(
         result.error = exc.message
         _restore(result, "rolled-back", created, existed)
         result.duration_s = round(time.monotonic() - started, 2)
-        _discard_if_restored(result)
+        _discard_if_restored(result, created)
         ledger.finish(
             attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
             diagnoses=result.findings, result=_ledger_result(result),
@@ -296,9 +296,14 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
 KEEP_SNAPSHOTS = 3  # per environment: the installs that `--rollback` can still undo
 
 
-def _discard_if_restored(result: InstallResult) -> None:
+def _discard_if_restored(result: InstallResult, created: Path | None = None) -> None:
     """A failed install was put back already: its snapshot has no further use (rollback skips
-    it), so it goes, unless the restore was incomplete and it is the only copy of the files."""
+    it), so it goes, unless the restore was incomplete and it is the only copy of the files. A
+    venv the install created is gone: there is nothing to compare, and nothing to keep."""
+    if result.snapshot and created is not None:
+        snapshot.discard(result.snapshot)
+        result.snapshot = None
+        return
     if not result.snapshot or result.after != result.before:
         return
     left = snapshot.differences(result.snapshot)
@@ -326,10 +331,10 @@ def prune_snapshots(ledger: Ledger, python: str, keep: int = KEEP_SNAPSHOTS) -> 
     removed = []
     live = 0
     for attempt in kept:
-        if attempt.status == "succeeded" and attempt.id not in undone and live < keep:
+        if attempt.status != "succeeded":
+            continue  # a failed or died install keeps what it kept: it may be the only copy
+        if attempt.id not in undone and live < keep:
             live += 1
-            continue
-        if attempt.status == "running":
             continue
         if snapshot.discard(str(attempt.result["snapshot"])):
             ledger.update_result(attempt.id, {**attempt.result, "snapshot": None, "pruned": True})
