@@ -181,6 +181,8 @@ def test_bash_script_passes_shellcheck_and_builds_alone(tmp_path: Path) -> None:
         check=False,
     )
     assert check.returncode == 0, check.stdout
+    (tree / ".gitignore").write_text("build/\n")
+    commit_all(tree)  # the clean step removes build/ only where git says nothing in it is kept
     (tree / "build").mkdir()
     (tree / "build" / "stale.txt").write_text("old")
     log = tmp_path / "script.log"
@@ -314,3 +316,30 @@ def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "holds files git tracks" in done.stdout
     assert (tree / "build" / "ci.sh").exists()
+
+
+def test_the_scripts_clean_step_needs_git_to_list_the_tree(tmp_path: Path) -> None:
+    """Review: with git unable to read the tree (not installed, 'dubious ownership'), the guard
+    was skipped and rm -rf ran; now nothing is removed unless git lists the build folder."""
+    tree = tmp_path / "plain"
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "notes.txt").write_text("mine\n")
+    config = replace(
+        windows_config(),
+        project=Project(str(tree), "cmake", "cmake", name="p", build_dir="build"),
+        cuda_home=None,
+        env={},
+        steps=(Step("noop", ("true",), str(tree)),),
+    )
+    script = tmp_path / "s.sh"
+    script.write_text(emit_script(config, "bash"))
+    done = subprocess.run(
+        ["env", f"PATH={os.environ['PATH']}", "TORCHSMITH_CLEAN=1", "bash", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "git cannot list" in done.stdout
+    assert (tree / "build" / "notes.txt").exists()

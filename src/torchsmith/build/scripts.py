@@ -113,6 +113,11 @@ _CLEAN_REFUSED = (
     "clean: {path} holds files git tracks or does not ignore; not removed (torchsmith clean "
     "removes only its build outputs)"
 )
+_CLEAN_NO_GIT = (
+    "clean: git cannot list {tree} (no git work tree, no git, or git refusing it), so what is "
+    "tracked there is not known; nothing removed (torchsmith clean {tree} removes its build "
+    "outputs)"
+)
 
 
 def clean_dir(config: BuildConfig) -> str | None:
@@ -167,15 +172,13 @@ def _bash(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("/") + "/" + clean
-        guard = _CLEAN_REFUSED.format(path=target)
         out += [
             "",
             f'if [ "${{{CLEAN_VAR}:-0}}" = 1 ]; then',
-            f"  if git -C {q(tree)} rev-parse --is-inside-work-tree >/dev/null 2>&1 &&",
-            f'     [ -n "$(git -C {q(tree)} ls-files --cached --others --exclude-standard'
-            f' -- {q(clean)} | head -n 1)" ]; then',
-            f"    fail {q(guard)}",
-            "  fi",
+            f"  listed=$(git -C {q(tree)} ls-files --cached --others --exclude-standard"
+            f" -- {q(clean)} 2>/dev/null) ||",
+            f"    fail {q(_CLEAN_NO_GIT.format(tree=tree))}",
+            f'  [ -z "$listed" ] || fail {q(_CLEAN_REFUSED.format(path=target))}',
             f"  log {q('clean: removing ' + target)}",
             f"  rm -rf -- {q(target)}",
             "fi",
@@ -265,11 +268,18 @@ def _powershell(config: BuildConfig) -> str:
         body += [
             "",
             f"if ($env:{CLEAN_VAR} -eq '1' -and (Test-Path -LiteralPath {p(target)})) {{",
-            "    if ((Get-Command -Name git -ErrorAction SilentlyContinue) -and "
-            f"(git -C {p(tree)} ls-files --cached --others --exclude-standard -- "
-            f"{p(clean)} 2>$null)) {{",
-            f"        Stop-Build {p(_CLEAN_REFUSED.format(path=target))}",
+            "    $Listed = $null",
+            "    $GitStatus = 1",
+            "    if (Get-Command -Name git -ErrorAction SilentlyContinue) {",
+            "        $SavedPreference = $ErrorActionPreference",
+            "        $ErrorActionPreference = 'Continue'  # 5.1 turns git's stderr into errors",
+            f"        $Listed = git -C {p(tree)} ls-files --cached --others --exclude-standard "
+            f"-- {p(clean)} 2>$null",
+            "        $GitStatus = $LASTEXITCODE",
+            "        $ErrorActionPreference = $SavedPreference",
             "    }",
+            f"    if ($GitStatus -ne 0) {{ Stop-Build {p(_CLEAN_NO_GIT.format(tree=tree))} }}",
+            f"    if ($Listed) {{ Stop-Build {p(_CLEAN_REFUSED.format(path=target))} }}",
             f"    Write-Log {p('clean: removing ' + target)}",
             f"    Remove-Item -LiteralPath {p(target)} -Recurse -Force",
             "}",
@@ -417,12 +427,15 @@ def _cmd(config: BuildConfig) -> str:
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
         refused = cmd_echo_text(_CLEAN_REFUSED.format(path=target))
+        no_git = cmd_echo_text(_CLEAN_NO_GIT.format(tree=tree))
+        listing = '"%TEMP%\\torchsmith-clean-%RANDOM%.txt"'
         out += [
             "",
             f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} (',
             f"  git -C {cmd_quote(tree)} ls-files --cached --others --exclude-standard -- "
-            f"{cmd_quote(clean)} 2>nul | findstr /r . >nul && "
-            f"(call :fail {refused} & exit /b 1)",
+            f"{cmd_quote(clean)} >{listing} 2>nul || (call :fail {no_git} & exit /b 1)",
+            f"  findstr /r . {listing} >nul && (call :fail {refused} & exit /b 1)",
+            f"  del {listing}",
             f"  rmdir /s /q {cmd_quote(target)}",
             ")",
         ]

@@ -46,9 +46,17 @@ try {
     $env:NVCC_APPEND_FLAGS = '--threads 2 -DNAME=100% -DQ=''x'''
 
     if ($env:TORCHSMITH_CLEAN -eq '1' -and (Test-Path -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build')) {
-        if ((Get-Command -Name git -ErrorAction SilentlyContinue) -and (git -C 'C:\Users\Ann Lee\src\my ext & co (test)' ls-files --cached --others --exclude-standard -- 'build' 2>$null)) {
-            Stop-Build 'clean: C:\Users\Ann Lee\src\my ext & co (test)\build holds files git tracks or does not ignore; not removed (torchsmith clean removes only its build outputs)'
+        $Listed = $null
+        $GitStatus = 1
+        if (Get-Command -Name git -ErrorAction SilentlyContinue) {
+            $SavedPreference = $ErrorActionPreference
+            $ErrorActionPreference = 'Continue'  # 5.1 turns git's stderr into errors
+            $Listed = git -C 'C:\Users\Ann Lee\src\my ext & co (test)' ls-files --cached --others --exclude-standard -- 'build' 2>$null
+            $GitStatus = $LASTEXITCODE
+            $ErrorActionPreference = $SavedPreference
         }
+        if ($GitStatus -ne 0) { Stop-Build 'clean: git cannot list C:\Users\Ann Lee\src\my ext & co (test) (no git work tree, no git, or git refusing it), so what is tracked there is not known; nothing removed (torchsmith clean C:\Users\Ann Lee\src\my ext & co (test) removes its build outputs)' }
+        if ($Listed) { Stop-Build 'clean: C:\Users\Ann Lee\src\my ext & co (test)\build holds files git tracks or does not ignore; not removed (torchsmith clean removes only its build outputs)' }
         Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
         Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
     }
