@@ -107,6 +107,13 @@ def test_the_users_exported_values_are_said_and_kept_or_replaced(
     assert away.arch_list == ("8.6", "9.0+PTX")  # no GPU here: the exported list names them
     assert away.env["TORCH_CUDA_ARCH_LIST"] == "8.6;9.0+PTX"
     assert not [f for f in away.findings if f.category == "no-gpu-visible"]
+    # review: entries torchsmith does not read (9.0a, names) were dropped; they go as written
+    named = (("TORCH_CUDA_ARCH_LIST", "8.0;9.0a;Ampere"),)
+    kept = make_config(SCATTER, no_gpu(h200), kb, BuildOptions(inherited=named))
+    assert kept.env["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0a;Ampere"
+    assert kept.arch_list == ("8.0", "9.0")
+    (warning,) = [f for f in kept.findings if f.severity == "warning"]
+    assert "9.0a, Ampere go to the build as written" in warning.message
 
 
 def test_fleet_of_probe_files(h200: Probe, kb: Knowledge) -> None:

@@ -23,6 +23,7 @@ from torchsmith.build.targets import (
     Targets,
     inherited_arch_list,
     resolve_targets,
+    unread_arch_entries,
 )
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
@@ -88,16 +89,37 @@ def make_config(
     arch_list = _arch_list(targets.ccs, options.profile)
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
     if inherited and targets.origin == FROM_ENVIRONMENT:
-        arch_list = tuple(inherited_arch_list(inherited))  # the user's list as written, +PTX kept
-    if arch_list:
-        if targets.origin == FROM_ENVIRONMENT:
-            reason = (
-                "TORCH_CUDA_ARCH_LIST from your environment: no NVIDIA GPU here to build for "
-                "instead (--gpu/--cc name others)"
+        # no GPU here: the user's value goes to the build as written (torch also reads names
+        # and 9.0a); what torchsmith reads of it (X.Y, +PTX) drives its own checks
+        arch_list = tuple(inherited_arch_list(inherited))
+        acc.choose(
+            "TORCH_CUDA_ARCH_LIST",
+            inherited,
+            "from your environment, as you wrote it: no NVIDIA GPU here to build for instead "
+            "(--gpu/--cc name others)",
+            env="TORCH_CUDA_ARCH_LIST",
+        )
+        unread = unread_arch_entries(inherited)
+        if unread:
+            acc.findings.append(
+                Finding(
+                    category="other",
+                    severity="warning",
+                    message=f"TORCH_CUDA_ARCH_LIST entries {', '.join(unread)} go to the build "
+                    "as written, unchecked"
+                    + (
+                        "; CMAKE_CUDA_ARCHITECTURES gets only numbers (9.0a as 90, a name not "
+                        "at all)"
+                        if project.kind == "cmake"
+                        else ""
+                    ),
+                    fix="name the compute capabilities (8.6, 9.0a) or pass --cc X.Y",
+                    subject="TORCH_CUDA_ARCH_LIST",
+                )
             )
-        else:
-            reason = _arch_reason(targets, options.profile)
-        if inherited and inherited != ";".join(arch_list) and targets.origin != FROM_ENVIRONMENT:
+    elif arch_list:
+        reason = _arch_reason(targets, options.profile)
+        if inherited and inherited != ";".join(arch_list):
             reason += f"; it replaces TORCH_CUDA_ARCH_LIST={inherited} from your environment"
         acc.choose("TORCH_CUDA_ARCH_LIST", ";".join(arch_list), reason, env="TORCH_CUDA_ARCH_LIST")
 

@@ -71,8 +71,7 @@ def resolve_targets(
     if inherited:  # no GPU here: the list the user exported names the GPUs, as --cc would
         for cc in inherited_ccs(inherited):
             ccs.setdefault(cc, cc)
-        if ccs:
-            return _targets(ccs, FROM_ENVIRONMENT)
+        return _targets(ccs, FROM_ENVIRONMENT)
     others = [g for g in probe.gpus if g.vendor in ("amd", "intel")]
     return Targets((), (), "this machine", (_no_gpu("this machine shows", bool(others)),))
 
@@ -86,16 +85,30 @@ def inherited_ccs(value: str) -> list[str]:
 
 
 def inherited_arch_list(value: str) -> list[str]:
-    """The X.Y entries of a TORCH_CUDA_ARCH_LIST value, normalised, with their +PTX; names
-    (Ampere) and other words are left out."""
+    """The X.Y entries of a TORCH_CUDA_ARCH_LIST value, normalised, with their +PTX (a
+    family-specific 9.0a or 10.0f counts as its X.Y); names (Ampere) are left out."""
     out = []
     for word in value.replace(";", " ").split():
         ptx = word.endswith("+PTX")
+        base = word.removesuffix("+PTX")
         try:
-            major, minor = parse_cc(word.removesuffix("+PTX"))
+            major, minor = parse_cc(base[:-1] if base[-1:] in ("a", "f") else base)
         except ValueError:
             continue
         out.append(f"{major}.{minor}" + ("+PTX" if ptx else ""))
+    return out
+
+
+def unread_arch_entries(value: str) -> list[str]:
+    """The entries of a TORCH_CUDA_ARCH_LIST value that torchsmith does not read as X.Y (names
+    such as Ampere; 9.0a's suffix, which torch keeps)."""
+    out = []
+    for word in value.replace(";", " ").split():
+        base = word.removesuffix("+PTX")
+        try:
+            parse_cc(base)
+        except ValueError:
+            out.append(word)
     return out
 
 
