@@ -212,3 +212,27 @@ def test_ids_beyond_sqlite_and_damaged_rows_are_one_line(tmp_path: Path) -> None
     assert read.command == []
     assert read.config == {"jobs": 4}
     assert read.result["unreadable_columns"] == ["command"]
+    with sqlite3.connect(ledger.path) as conn:  # review: JSON of another shape broke it too
+        conn.execute("UPDATE attempts SET config = '[1]', result = 'null' WHERE id = ?", (attempt,))
+    (read,) = ledger.list()
+    assert read.config == {}
+    assert read.result == {"unreadable_columns": ["command", "config", "result"]}
+
+
+def test_a_ledger_on_a_read_only_mount_can_be_read(tmp_path: Path) -> None:
+    # review: every read set WAL and began a write transaction, so a read-only ledger failed
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    writer = Ledger(folder / "ledger.sqlite3")
+    attempt = writer.start("build", config={"jobs": 2})
+    writer.finish(attempt, status="succeeded")
+    folder.chmod(0o555)
+    (folder / "ledger.sqlite3").chmod(0o444)
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # as root, access() says yes: make it say no
+            patch.setattr(ledger_module.os, "access", lambda *_args, **_kw: False)
+            reader = Ledger(folder / "ledger.sqlite3")
+            assert [a.id for a in reader.list()] == [attempt]
+            assert reader.get(attempt).status == "succeeded"
+    finally:
+        folder.chmod(0o755)

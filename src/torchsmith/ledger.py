@@ -106,6 +106,7 @@ class Attempt:
 
 
 _MAX_ID = 2**63 - 1  # SQLite's largest INTEGER: an id above it is in no ledger
+_DAMAGED = object()  # a column value that is not JSON
 
 
 def default_path() -> Path:
@@ -154,10 +155,13 @@ class Ledger:
 
     # -- connection -----------------------------------------------------------------------
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        if not self._ready:
-            self._open_and_migrate()
-        conn = self._raw_connect()
+    def _connect(self, *, reading: bool = False) -> Iterator[sqlite3.Connection]:
+        if reading and not self._ready and not self._writable():
+            conn = self._read_only_connect()  # a ledger on a read-only mount can still be read
+        else:
+            if not self._ready:
+                self._open_and_migrate()
+            conn = self._raw_connect()
         try:
             with conn:  # one transaction: commit on success, roll back on error
                 yield conn
@@ -165,6 +169,28 @@ class Ledger:
             raise self._unusable(exc) from exc
         finally:
             conn.close()
+
+    def _writable(self) -> bool:
+        return os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+
+    def _read_only_connect(self) -> sqlite3.Connection:
+        """The ledger opened for reading only (immutable: no -wal/-shm is written beside it),
+        when this process may not write it or its folder; its schema must be this one's."""
+        uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_MS / 1000)
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from exc
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise LedgerError(
+                f"the ledger {self.path} is read-only here and has schema version {version}, "
+                f"not this torchsmith's {SCHEMA_VERSION}",
+                tip=f"read it with the torchsmith that wrote it, or set {ENV_VAR} to a copy",
+            )
+        conn.row_factory = sqlite3.Row
+        return conn
 
     def _raw_connect(self) -> sqlite3.Connection:
         try:
@@ -320,7 +346,7 @@ class Ledger:
     def get(self, attempt_id: int) -> Attempt:
         if not 0 < attempt_id <= _MAX_ID or not self._exists():
             raise self._missing(attempt_id)
-        with self._connect() as conn:
+        with self._connect(reading=True) as conn:
             row = conn.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
         if row is None:
             raise self._missing(attempt_id)
@@ -339,7 +365,7 @@ class Ledger:
             params.append(min(limit, _MAX_ID))
         if not self._exists():
             return []  # reading creates nothing: the ledger is made by the first attempt
-        with self._connect() as conn:
+        with self._connect(reading=True) as conn:
             rows = conn.execute(query, params).fetchall()
         return [self._attempt(row) for row in rows]
 
@@ -370,10 +396,14 @@ class Ledger:
             if text is None:
                 return None if column == "probe" else default
             try:
-                return json.loads(text)
+                value = json.loads(text)
             except ValueError:
+                value = _DAMAGED
+            kind = dict if column == "probe" else type(default)
+            if not isinstance(value, kind):  # not JSON, or JSON of another shape ('[1]', 'null')
                 unreadable.append(column)
                 return default
+            return value
 
         command, config, probe = loads("command", []), loads("config", {}), loads("probe", None)
         tools, diagnoses, archs = loads("tools", {}), loads("diagnoses", []), loads("archs", [])
