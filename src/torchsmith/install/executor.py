@@ -274,8 +274,15 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
         yield state
     except BaseException:
         snapshot.restore(taken.path, exact=True)
-        if not snapshot.differences(taken.path):
+        left = snapshot.differences(taken.path)
+        if not left:
             snapshot.discard(taken.path)
+        else:  # the snapshot is the only copy of what could not be put back: say where it is
+            failed = ledger.start("install", config={"by": by}, command=(), tree=python)
+            result = {"python": python, "status": "failed", "before": taken.packages,
+                      "after": package_set(read_dists(sites)), "snapshot": taken.path,
+                      "origins": {}, "error": f"restore incomplete: {left[0]}"}  # fmt: skip
+            ledger.finish(failed, status="failed", exit_code=1, result=result)
         raise
     after = package_set(read_dists(sites))
     state.changed = diff(taken.packages, after)
