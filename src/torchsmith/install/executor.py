@@ -279,10 +279,12 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
             snapshot.discard(taken.path)
         else:  # the snapshot is the only copy of what could not be put back: say where it is
             failed = ledger.start("install", config={"by": by}, command=(), tree=python)
-            result = {"python": python, "status": "failed", "before": taken.packages,
-                      "after": package_set(read_dists(sites)), "snapshot": taken.path,
-                      "origins": {}, "error": f"restore incomplete: {left[0]}"}  # fmt: skip
-            ledger.finish(failed, status="failed", exit_code=1, result=result)
+            record: dict[str, Any] = {
+                "python": python, "status": "failed", "before": taken.packages,
+                "after": package_set(read_dists(sites)), "snapshot": taken.path,
+                "origins": {}, "error": f"restore incomplete: {left[0]}",
+            }  # fmt: skip
+            ledger.finish(failed, status="failed", exit_code=1, result=record)
         raise
     after = package_set(read_dists(sites))
     state.changed = diff(taken.packages, after)
@@ -290,8 +292,10 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
         snapshot.discard(taken.path)
         return
     state.attempt_id = ledger.start("install", config={"by": by}, command=(), tree=python)
-    result = {"python": python, "status": "succeeded", "before": taken.packages, "after": after,
-              "snapshot": taken.path, "origins": {}, "error": None}  # fmt: skip
+    result: dict[str, Any] = {
+        "python": python, "status": "succeeded", "before": taken.packages, "after": after,
+        "snapshot": taken.path, "origins": {}, "error": None,
+    }  # fmt: skip
     ledger.finish(state.attempt_id, status="succeeded", exit_code=0, result=result)
     state.notes.append(
         f"what it installed into {python} is install #{state.attempt_id}: "
