@@ -290,13 +290,8 @@ def test_a_script_checks_for_torchsmiths_driver_first(tmp_path: Path) -> None:
         assert "parallel extension build driver" in emit_script(config, shell)  # type: ignore[arg-type]
 
 
-def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
-    """Re-audit: a script written before build/ existed kept `rm -rf build`; at run time it now
-    checks with git first and stops where build/ holds tracked or not-ignored files."""
-    tree = tmp_path / "proj"
-    (tree / "build").mkdir(parents=True)
-    (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
-    commit_all(tree)
+def _clean_with_script(tree: Path, scratch: Path) -> subprocess.CompletedProcess[str]:
+    """Run the bash script of a do-nothing build of ``tree`` with TORCHSMITH_CLEAN=1."""
     config = replace(
         windows_config(),
         project=Project(str(tree), "cmake", "cmake", name="p", build_dir="build"),
@@ -304,15 +299,25 @@ def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
         env={},
         steps=(Step("noop", ("true",), str(tree)),),
     )
-    script = tmp_path / "s.sh"
+    script = scratch / "s.sh"
     script.write_text(emit_script(config, "bash"))
-    done = subprocess.run(
+    return subprocess.run(
         ["env", f"PATH={os.environ['PATH']}", "TORCHSMITH_CLEAN=1", "bash", str(script)],
-        cwd=tmp_path,
+        cwd=scratch,
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_the_scripts_clean_step_spares_what_git_tracks(tmp_path: Path) -> None:
+    """Re-audit: a script written before build/ existed kept `rm -rf build`; at run time it now
+    checks with git first and stops where build/ holds tracked or not-ignored files."""
+    tree = tmp_path / "proj"
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "ci.sh").write_text("#!/bin/sh\n")
+    commit_all(tree)
+    done = _clean_with_script(tree, tmp_path)
     assert done.returncode == 1
     assert "holds files git tracks" in done.stdout
     assert (tree / "build" / "ci.sh").exists()
@@ -324,22 +329,7 @@ def test_the_scripts_clean_step_needs_git_to_list_the_tree(tmp_path: Path) -> No
     tree = tmp_path / "plain"
     (tree / "build").mkdir(parents=True)
     (tree / "build" / "notes.txt").write_text("mine\n")
-    config = replace(
-        windows_config(),
-        project=Project(str(tree), "cmake", "cmake", name="p", build_dir="build"),
-        cuda_home=None,
-        env={},
-        steps=(Step("noop", ("true",), str(tree)),),
-    )
-    script = tmp_path / "s.sh"
-    script.write_text(emit_script(config, "bash"))
-    done = subprocess.run(
-        ["env", f"PATH={os.environ['PATH']}", "TORCHSMITH_CLEAN=1", "bash", str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _clean_with_script(tree, tmp_path)
     assert done.returncode == 1
     assert "git cannot list" in done.stdout
     assert (tree / "build" / "notes.txt").exists()
