@@ -236,3 +236,23 @@ def test_a_ledger_on_a_read_only_mount_can_be_read(tmp_path: Path) -> None:
             assert reader.get(attempt).status == "succeeded"
     finally:
         folder.chmod(0o755)
+
+
+def test_a_read_only_ledger_still_sees_what_waits_in_its_wal(tmp_path: Path) -> None:
+    # re-review: an immutable read ignored committed attempts still in the -wal file
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    writer = Ledger(folder / "ledger.sqlite3")
+    first = writer.start("build", config={})
+    holder = sqlite3.connect(writer.path)  # an open reader keeps the WAL from being merged
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM attempts").fetchone()
+    second = writer.start("build", config={})
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ledger_module.os, "access", lambda *_args, **_kw: False)
+            reader = Ledger(folder / "ledger.sqlite3")
+            assert [a.id for a in reader.list()] == [second, first]
+    finally:
+        holder.rollback()
+        holder.close()

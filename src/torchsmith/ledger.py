@@ -174,12 +174,21 @@ class Ledger:
         return os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
 
     def _read_only_connect(self) -> sqlite3.Connection:
-        """The ledger opened for reading only (immutable: no -wal/-shm is written beside it),
-        when this process may not write it or its folder; its schema must be this one's."""
-        uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
+        """The ledger opened for reading only, when this process may not write it or its folder;
+        its schema must be this one's."""
+        uri = self.path.absolute().as_uri() + "?mode=ro"
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_MS / 1000)
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            try:
+                conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_MS / 1000)
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            except sqlite3.OperationalError:
+                # read-only WAL needs its -shm: without it, immutable reads the file alone, which
+                # is only right while no committed change waits in a -wal beside it
+                wal = Path(f"{self.path}-wal")
+                if wal.exists() and wal.stat().st_size:
+                    raise
+                conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.Error as exc:
             raise self._unusable(exc) from exc
         if version != SCHEMA_VERSION:

@@ -333,3 +333,15 @@ def test_the_scripts_clean_step_needs_git_to_list_the_tree(tmp_path: Path) -> No
     assert done.returncode == 1
     assert "git cannot list" in done.stdout
     assert (tree / "build" / "notes.txt").exists()
+
+
+def test_the_cmd_clean_step_reads_what_git_listed() -> None:
+    """Re-review: the cmd block wrote git's listing to a temp file named with %RANDOM% three
+    times; in a ( ) block each is another number, so findstr read nothing and rmdir ran."""
+    text = emit_script(windows_config(), "cmd")
+    block = text[text.index('if "%TORCHSMITH_CLEAN%"=="1"') :].split("\r\n)", 1)[0]
+    assert "%RANDOM%" not in block
+    assert "rev-parse --is-inside-work-tree" in block
+    assert "| findstr /r . >nul && (call :fail" in block
+    ps = emit_script(windows_config(), "powershell")
+    assert "ReparsePoint" in ps  # 5.1's Remove-Item -Recurse would empty a junction's target

@@ -281,7 +281,14 @@ def _powershell(config: BuildConfig) -> str:
             f"    if ($GitStatus -ne 0) {{ Stop-Build {p(_CLEAN_NO_GIT.format(tree=tree))} }}",
             f"    if ($Listed) {{ Stop-Build {p(_CLEAN_REFUSED.format(path=target))} }}",
             f"    Write-Log {p('clean: removing ' + target)}",
-            f"    Remove-Item -LiteralPath {p(target)} -Recurse -Force",
+            f"    $Folder = Get-Item -LiteralPath {p(target)} -Force",
+            "    if ($Folder.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {",
+            "        # a junction or link: the link goes, never what it points at (5.1's",
+            "        # Remove-Item -Recurse would empty the target)",
+            "        [System.IO.Directory]::Delete($Folder.FullName, $false)",
+            "    } else {",
+            f"        Remove-Item -LiteralPath {p(target)} -Recurse -Force",
+            "    }",
             "}",
         ]
     for step in config.steps:
@@ -428,14 +435,14 @@ def _cmd(config: BuildConfig) -> str:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
         refused = cmd_echo_text(_CLEAN_REFUSED.format(path=target))
         no_git = cmd_echo_text(_CLEAN_NO_GIT.format(tree=tree))
-        listing = '"%TEMP%\\torchsmith-clean-%RANDOM%.txt"'
+        # no temporary file: in a ( ) block every %RANDOM% is another number
         out += [
             "",
             f'if "%{CLEAN_VAR}%"=="1" if exist {cmd_quote(target)} (',
+            f"  git -C {cmd_quote(tree)} rev-parse --is-inside-work-tree >nul 2>nul"
+            f" || (call :fail {no_git} & exit /b 1)",
             f"  git -C {cmd_quote(tree)} ls-files --cached --others --exclude-standard -- "
-            f"{cmd_quote(clean)} >{listing} 2>nul || (call :fail {no_git} & exit /b 1)",
-            f"  findstr /r . {listing} >nul && (call :fail {refused} & exit /b 1)",
-            f"  del {listing}",
+            f"{cmd_quote(clean)} 2>nul | findstr /r . >nul && (call :fail {refused} & exit /b 1)",
             f"  rmdir /s /q {cmd_quote(target)}",
             ")",
         ]

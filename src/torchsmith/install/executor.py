@@ -149,6 +149,7 @@ def run_install(
         _install(result, sites, on_step)
     except KeyboardInterrupt:
         _restore(result, "interrupted", created, existed)
+        _discard_if_restored(result, created)
         ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
         raise
     except TorchsmithError as exc:
@@ -163,6 +164,7 @@ def run_install(
         return result
     except BaseException:  # a bug or OS failure: still put the environment back, then surface
         _restore(result, "rolled-back", created, existed)
+        _discard_if_restored(result, created)
         ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
     result.status = "succeeded"
@@ -285,6 +287,10 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
                 "origins": {}, "error": f"restore incomplete: {left[0]}",
             }  # fmt: skip
             ledger.finish(failed, status="failed", exit_code=1, result=record)
+            state.notes.append(
+                f"what it had installed could not all be put back ({left[0]}); the files are in "
+                f"{taken.path} (install #{failed})"
+            )
         raise
     after = package_set(read_dists(sites))
     state.changed = diff(taken.packages, after)

@@ -22,9 +22,8 @@ set "MAX_JOBS=8"
 set "NVCC_APPEND_FLAGS=--threads 2 -DNAME=100%% -DQ='x'"
 
 if "%TORCHSMITH_CLEAN%"=="1" if exist "C:\Users\Ann Lee\src\my ext & co (test)\build" (
-  git -C "C:\Users\Ann Lee\src\my ext & co (test)" ls-files --cached --others --exclude-standard -- build >"%TEMP%\torchsmith-clean-%RANDOM%.txt" 2>nul || (call :fail clean: git cannot list C:\Users\Ann Lee\src\my ext _ co [test] [no git work tree, no git, or git refusing it], so what is tracked there is not known; nothing removed [torchsmith clean C:\Users\Ann Lee\src\my ext _ co [test] removes its build outputs] & exit /b 1)
-  findstr /r . "%TEMP%\torchsmith-clean-%RANDOM%.txt" >nul && (call :fail clean: C:\Users\Ann Lee\src\my ext _ co [test]\build holds files git tracks or does not ignore; not removed [torchsmith clean removes only its build outputs] & exit /b 1)
-  del "%TEMP%\torchsmith-clean-%RANDOM%.txt"
+  git -C "C:\Users\Ann Lee\src\my ext & co (test)" rev-parse --is-inside-work-tree >nul 2>nul || (call :fail clean: git cannot list C:\Users\Ann Lee\src\my ext _ co [test] [no git work tree, no git, or git refusing it], so what is tracked there is not known; nothing removed [torchsmith clean C:\Users\Ann Lee\src\my ext _ co [test] removes its build outputs] & exit /b 1)
+  git -C "C:\Users\Ann Lee\src\my ext & co (test)" ls-files --cached --others --exclude-standard -- build 2>nul | findstr /r . >nul && (call :fail clean: C:\Users\Ann Lee\src\my ext _ co [test]\build holds files git tracks or does not ignore; not removed [torchsmith clean removes only its build outputs] & exit /b 1)
   rmdir /s /q "C:\Users\Ann Lee\src\my ext & co (test)\build"
 )
 

@@ -44,7 +44,14 @@ try {
         if ($GitStatus -ne 0) { Stop-Build 'clean: git cannot list C:\Users\Ann Lee\src\my ext & co (test) (no git work tree, no git, or git refusing it), so what is tracked there is not known; nothing removed (torchsmith clean C:\Users\Ann Lee\src\my ext & co (test) removes its build outputs)' }
         if ($Listed) { Stop-Build 'clean: C:\Users\Ann Lee\src\my ext & co (test)\build holds files git tracks or does not ignore; not removed (torchsmith clean removes only its build outputs)' }
         Write-Log 'clean: removing C:\Users\Ann Lee\src\my ext & co (test)\build'
-        Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
+        $Folder = Get-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Force
+        if ($Folder.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
+            # a junction or link: the link goes, never what it points at (5.1's
+            # Remove-Item -Recurse would empty the target)
+            [System.IO.Directory]::Delete($Folder.FullName, $false)
+        } else {
+            Remove-Item -LiteralPath 'C:\Users\Ann Lee\src\my ext & co (test)\build' -Recurse -Force
+        }
     }
 
     Write-Log 'step build: C:\Users\Ann Lee\venvs\torch (cu129)\Scripts\python.exe setup.py build_ext --inplace -DFLAG=a&b|c^d%PATH%'
