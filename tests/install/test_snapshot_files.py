@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -138,3 +140,27 @@ def test_a_failed_install_puts_back_files_no_dist_info_owns(
     snapshot.restore(taken.path)
     assert (site / "later.py").exists()
     assert snapshot.differences(taken.path) == [f"added: {site / 'later.py'}"]
+
+
+def test_a_snapshot_stays_on_the_environments_filesystem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hard links cannot cross filesystems: with the cache on another one, every install (and
+    every build that installs) copied the whole environment there. The snapshot now goes beside
+    the environment instead, outside site-packages."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a second filesystem (/dev/shm)")
+    monkeypatch.delenv("TORCHSMITH_SNAPSHOTS", raising=False)
+    cache = Path(tempfile.mkdtemp(dir=other))
+    monkeypatch.setattr(snapshot.platformdirs, "user_cache_dir", lambda *_a, **_k: str(cache))
+    venv = fresh_venv(tmp_path / "venv")
+    sites = tuple(str(p) for p in venv.glob("lib/python3*/site-packages"))
+    try:
+        taken = snapshot.take(sites)
+        assert Path(taken.path).parent == venv / ".torchsmith-snapshots"
+        some = next(p for p in Path(taken.path, "files").iterdir())
+        assert some.stat().st_nlink >= 2  # linked, not copied
+        assert snapshot.differences(taken.path) == []
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)

@@ -35,6 +35,33 @@ def snapshots_dir() -> Path:
     return Path(platformdirs.user_cache_dir("torchsmith")) / "install-snapshots"
 
 
+def _device(path: Path) -> int | None:
+    """The filesystem of ``path``, or of its nearest folder that exists."""
+    for folder in (path, *path.parents):
+        try:
+            return folder.stat().st_dev
+        except OSError:
+            continue
+    return None
+
+
+def _store_for(site_packages: tuple[str, ...]) -> Path:
+    """Where a snapshot of ``site_packages`` goes: the snapshot folder, unless it is on another
+    filesystem than the environment (hard links cannot cross one, and a copy of a CUDA torch
+    environment is gigabytes per install): then beside the environment, in its own root
+    (``.torchsmith-snapshots`` next to pyvenv.cfg or conda-meta), outside site-packages."""
+    base = snapshots_dir()
+    if os.environ.get("TORCHSMITH_SNAPSHOTS") or not site_packages:
+        return base
+    site = Path(site_packages[0])
+    if _device(base) == _device(site):
+        return base
+    for root in site.parents:
+        if (root / "pyvenv.cfg").is_file() or (root / "conda-meta").is_dir():
+            return root / ".torchsmith-snapshots"
+    return base
+
+
 @dataclass(frozen=True)
 class Snapshot:
     path: str
@@ -48,7 +75,7 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
     package, or a file of the user's) and every file a distribution's RECORD lists outside it
     (its scripts in bin/), each stored once; symlinks are kept as links."""
     dists = read_dists(site_packages)
-    base = root or snapshots_dir()
+    base = root or _store_for(site_packages)
     base.mkdir(parents=True, exist_ok=True)
     # a new folder each time, also for two snapshots of one process within a second
     dest = Path(
