@@ -13,7 +13,6 @@ Which platform a log is from: its own paths decide (a drive letter, a ``.dll`` o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Literal
 
 from torchsmith.util.envvars import cmd_setting, powershell_setting
@@ -30,10 +29,11 @@ _POSIX = re.compile(
 )
 
 # NAME=value pairs in front of one of the commands fixes run (pip, python, a build tool)
-_ASSIGN = re.compile(r'([A-Z][A-Z0-9_]*)=("[^"\n]*"|[^\s"]+)')
+_NAME, _VALUE = r"[A-Z][A-Z0-9_]*", r'"[^"\n]*"|[^\s"]+'
+_ASSIGN = re.compile(rf"({_NAME})=({_VALUE})")
 _PREFIX = re.compile(
     r"(?m)(?P<lead>^[ \t]*|(?<=[\s(:]))"
-    r'(?P<assigns>(?:[A-Z][A-Z0-9_]*=(?:"[^"\n]*"|[^\s"]+)[ \t]+)+)'
+    rf"(?P<assigns>(?:{_NAME}=(?:{_VALUE})[ \t]+)+)"
     r"(?=(?:pip3?|python3?|py|uv|cmake|ninja|torchrun|accelerate|deepspeed|make)\b)"
 )
 
@@ -49,14 +49,6 @@ def platform_of(windows: int, posix: int, machine_os: str | None = None) -> Plat
     if windows != posix:
         return "windows" if windows > posix else "posix"
     return "windows" if machine_os == "windows" else "posix"
-
-
-def count_marks(pieces: Iterable[bytes]) -> tuple[int, int]:
-    windows = posix = 0
-    for piece in pieces:
-        w, p = marks(piece)
-        windows, posix = windows + w, posix + p
-    return windows, posix
 
 
 def for_windows(fix: str) -> str:
