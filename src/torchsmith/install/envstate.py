@@ -25,6 +25,11 @@ class Dist:
         return self.version.split("+", 1)[1] if "+" in self.version else None
 
 
+def is_environment(folder: Path) -> bool:
+    """Whether ``folder`` is the root of a virtual environment or a conda environment."""
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
 def read_dists(site_packages: tuple[str, ...]) -> dict[str, Dist]:
     """Every distribution installed under ``site_packages``, by canonical name."""
     found: dict[str, Dist] = {}

@@ -21,7 +21,7 @@ from typing import Any
 from torchsmith.errors import InputError, ToolError, TorchsmithError, UsageError
 from torchsmith.install import indexes, snapshot, steps
 from torchsmith.install.checks import check_landed
-from torchsmith.install.envstate import package_set, read_dists
+from torchsmith.install.envstate import is_environment, package_set, read_dists
 from torchsmith.install.model import InstallOptions, InstallResult, diff
 from torchsmith.install.report import first_error, pip_origins
 from torchsmith.ledger import Ledger
@@ -70,7 +70,7 @@ def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
         result.steps.append(steps.venv_step(venv))
         result.python = str(steps.venv_python(venv))
     else:
-        if options.venv is not None and not _is_environment(Path(options.venv)):
+        if options.venv is not None and not is_environment(Path(options.venv)):
             raise UsageError(
                 f"--venv {options.venv}: has a Python but is no virtual environment (no "
                 "pyvenv.cfg or conda-meta): installing there would change that interpreter",
@@ -447,11 +447,7 @@ def _same_python(a: str, b: str) -> bool:
     if os.path.normcase(first) == os.path.normcase(second):
         return True
     same_bin = os.path.normcase(first.parent) == os.path.normcase(second.parent)
-    return same_bin and _is_environment(first.parent.parent)
-
-
-def _is_environment(folder: Path) -> bool:
-    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+    return same_bin and is_environment(first.parent.parent)
 
 
 def _undone(installs: list[Any], attempt_id: int) -> bool:

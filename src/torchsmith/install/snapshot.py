@@ -23,7 +23,13 @@ from pathlib import Path
 import platformdirs
 
 from torchsmith.errors import InputError
-from torchsmith.install.envstate import Dist, package_set, read_dists, record_files
+from torchsmith.install.envstate import (
+    Dist,
+    is_environment,
+    package_set,
+    read_dists,
+    record_files,
+)
 
 MANIFEST = "manifest.json"
 
@@ -57,7 +63,7 @@ def _store_for(site_packages: tuple[str, ...]) -> Path:
     if _device(base) == _device(site):
         return base
     for root in site.parents:
-        if (root / "pyvenv.cfg").is_file() or (root / "conda-meta").is_dir():
+        if is_environment(root):
             return root / ".torchsmith-snapshots"
     return base
 
@@ -93,15 +99,11 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
         return stored[key]
 
     links: list[list[str]] = []
-    for site in site_packages:
-        for dirpath, dirnames, filenames in os.walk(site, followlinks=False):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for name in [*filenames, *dirnames]:
-                path = Path(dirpath, name)
-                if path.is_symlink():
-                    links.append([str(path), str(path.readlink())])
-                elif name in filenames and path.is_file():
-                    keep(path)
+    for path in _files_under(site_packages):
+        if path.is_symlink():
+            links.append([str(path), str(path.readlink())])
+        elif path.is_file():
+            keep(path)
     entries: dict[str, list[list[str]]] = {}
     for name, dist in sorted(dists.items()):
         entries[name] = [
@@ -178,17 +180,18 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         if wanted.get(name) != dist.version or not _intact(dist):
             _remove(dist, sites)
     store = Path(path) / "files"
-    kept = [(Path(o), store / k) for rows in files.values() for o, k in rows]
+    # each path once: a file RECORD lists under site-packages is a site file too
+    kept = {Path(o): store / k for rows in files.values() for o, k in rows}
     if "site_files" in data:  # snapshots before the whole-folder ones kept RECORD files only
-        kept += [(Path(o), store / k) for o, k in data["site_files"]]  # type: ignore[attr-defined]
+        kept |= {Path(o): store / k for o, k in data["site_files"]}  # type: ignore[attr-defined]
         links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
         if exact:
-            _remove_added(sites, {p for p, _ in kept} | set(links))
+            _remove_added(sites, set(kept) | set(links))
         for link, target in links.items():
             if not link.is_symlink() or str(link.readlink()) != target:
                 _clear(link)
                 link.symlink_to(target)
-    for target, stored in kept:
+    for target, stored in kept.items():
         if not _unchanged(target, stored):
             _clear(target)
             shutil.copy2(stored, target)
