@@ -86,29 +86,19 @@ def _provable_clean_step(config: BuildConfig, as_json: bool) -> BuildConfig:
     return replace(config, project=replace(config.project, build_dir=None))
 
 
-class _BuildFailedError(Exception):
-    """Leaves the install guard of a build that failed, so what it installed is put back."""
-
-
 @contextlib.contextmanager
 def _undoable_install(config: BuildConfig, ledger: Any) -> Iterator[Any]:
     """A build that installs into its target (pip install ., the parallel driver's wheel) does
     so as an install does: snapshotted, put back when the build fails, and recorded so that
-    `torchsmith install --rollback` undoes it."""
-    installs = any(s.name == "install" or "--install-from" in s.argv for s in config.steps)
-    if not installs:
-        try:
-            yield None
-        except _BuildFailedError:
-            return
+    `torchsmith install --rollback` undoes it. Yields the guard (None for a build that does not
+    install); the block sets its ``failed`` when the build did not end well."""
+    if not any(s.name == "install" or "--install-from" in s.argv for s in config.steps):
+        yield None
         return
     from torchsmith.install.executor import guard  # noqa: PLC0415
 
-    try:
-        with guard(config.python, by={"build": config.project.path}, ledger=ledger) as state:
-            yield state
-    except _BuildFailedError:
-        return
+    with guard(config.python, by={"build": config.project.path}, ledger=ledger) as state:
+        yield state
 
 
 _CLEANED = ("stale-build-cache",)  # findings that --clean's removal of build outputs resolves
@@ -302,8 +292,8 @@ def _run(plan: Any, probe: Any, as_json: bool) -> None:
             command=["torchsmith", "build", *sys.argv[2:]],
             probe=probe,
         )
-        if not result.ok:
-            raise _BuildFailedError
+        if undo is not None:
+            undo.failed = not result.ok
     emit("build", result, as_json=as_json, render=render_build)
     if undo is not None and out is not None:
         for note in undo.notes:

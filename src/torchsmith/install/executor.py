@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from torchsmith.errors import InputError, ToolError, TorchsmithError, UsageError
 from torchsmith.install import indexes, snapshot, steps
@@ -257,6 +257,7 @@ class Guard:
     attempt_id: int | None = None  # the install attempt recorded for the change, if any
     changed: dict[str, list[str | None]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    failed: bool = False  # set by the block when what it ran failed: put everything back
 
 
 @contextlib.contextmanager
@@ -264,7 +265,8 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
     """Make whatever the block installs into ``python`` undoable as an install is: snapshot
     its site-packages first; when the block ends well and packages changed, record an install
     attempt (``by`` says what did it: a build) that ``install --rollback`` undoes; when it fails
-    or is interrupted, put site-packages back file by file. With no change, the snapshot goes."""
+    (``failed`` set) or raises, put site-packages back file by file. With no change, the
+    snapshot goes."""
     info, _ = probe_python_and_torch(python)
     if info.error or not info.site_packages:
         raise InputError(f"{python}: {info.error or 'no site-packages'}")
@@ -272,37 +274,43 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
     ledger = ledger or Ledger()
     taken = snapshot.take(sites)
     state = Guard(python)
-    try:
-        yield state
-    except BaseException:
+
+    def record(status: Literal["succeeded", "failed"], error: str | None) -> int:
+        attempt = ledger.start("install", config={"by": by}, command=(), tree=python)
+        result = {
+            "python": python, "status": status, "before": taken.packages,
+            "after": package_set(read_dists(sites)), "snapshot": taken.path, "origins": {},
+            "error": error,
+        }  # fmt: skip
+        ledger.finish(attempt, status=status, exit_code=int(error is not None), result=result)
+        return attempt
+
+    def put_back() -> None:
         snapshot.restore(taken.path, exact=True)
         left = snapshot.differences(taken.path)
         if not left:
             snapshot.discard(taken.path)
-        else:  # the snapshot is the only copy of what could not be put back: say where it is
-            failed = ledger.start("install", config={"by": by}, command=(), tree=python)
-            record: dict[str, Any] = {
-                "python": python, "status": "failed", "before": taken.packages,
-                "after": package_set(read_dists(sites)), "snapshot": taken.path,
-                "origins": {}, "error": f"restore incomplete: {left[0]}",
-            }  # fmt: skip
-            ledger.finish(failed, status="failed", exit_code=1, result=record)
-            state.notes.append(
-                f"what it had installed could not all be put back ({left[0]}); the files are in "
-                f"{taken.path} (install #{failed})"
-            )
+            return
+        # the snapshot is the only copy of what could not be put back: say where it is
+        failed = record("failed", f"restore incomplete: {left[0]}")
+        state.notes.append(
+            f"what it had installed could not all be put back ({left[0]}); the files are in "
+            f"{taken.path} (install #{failed})"
+        )
+
+    try:
+        yield state
+    except BaseException:
+        put_back()
         raise
-    after = package_set(read_dists(sites))
-    state.changed = diff(taken.packages, after)
+    if state.failed:
+        put_back()
+        return
+    state.changed = diff(taken.packages, package_set(read_dists(sites)))
     if not state.changed and not snapshot.differences(taken.path):
         snapshot.discard(taken.path)
         return
-    state.attempt_id = ledger.start("install", config={"by": by}, command=(), tree=python)
-    result: dict[str, Any] = {
-        "python": python, "status": "succeeded", "before": taken.packages, "after": after,
-        "snapshot": taken.path, "origins": {}, "error": None,
-    }  # fmt: skip
-    ledger.finish(state.attempt_id, status="succeeded", exit_code=0, result=result)
+    state.attempt_id = record("succeeded", None)
     state.notes.append(
         f"what it installed into {python} is install #{state.attempt_id}: "
         "torchsmith install --rollback undoes it"
