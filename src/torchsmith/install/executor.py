@@ -345,21 +345,10 @@ def prune_snapshots(ledger: Ledger, python: str, keep: int = KEEP_SNAPSHOTS) -> 
     be rolled back, and mark them in the ledger; returns their attempt ids. A full CUDA torch
     environment is gigabytes, and every install takes a snapshot."""
     installs = ledger.list(kind="install")
-    undone = {a.config.get("rollback_of") for a in installs if a.status == "succeeded"}
-    kept = [
-        a
-        for a in installs  # newest first
-        if a.result.get("snapshot")
-        and "rollback_of" not in a.config
-        and _same_python(str(a.result.get("python")), python)
-    ]
+    kept = [a.id for a in _installs(installs, python, live=True) if a.result.get("snapshot")]
     removed = []
-    live = 0
-    for attempt in kept:
-        if attempt.status != "succeeded":
-            continue  # a failed or died install keeps what it kept: it may be the only copy
-        if attempt.id not in undone and live < keep:
-            live += 1
+    for attempt in _installs(installs, python):  # a failed or died one keeps its: the only copy
+        if not attempt.result.get("snapshot") or attempt.id in kept[:keep]:
             continue
         if snapshot.discard(str(attempt.result["snapshot"])):
             ledger.update_result(attempt.id, {**attempt.result, "snapshot": None, "pruned": True})
@@ -458,10 +447,20 @@ def _same_python(a: str, b: str) -> bool:
     return same_bin and is_environment(first.parent.parent)
 
 
-def _undone(installs: list[Any], attempt_id: int) -> bool:
-    return any(
-        a.config.get("rollback_of") == attempt_id and a.status == "succeeded" for a in installs
-    )
+def _installs(installs: list[Any], python: str | None = None, *, live: bool = False) -> list[Any]:
+    """The installs that changed an environment (succeeded, not rollbacks), in the ledger's
+    order (newest first), into ``python``'s environment when given; ``live``: only those no
+    rollback has undone yet."""
+    undone = {a.config["rollback_of"] for a in installs
+              if "rollback_of" in a.config and a.status == "succeeded"}  # fmt: skip
+    return [
+        a
+        for a in installs
+        if a.status == "succeeded"
+        and "rollback_of" not in a.config
+        and (python is None or _same_python(str(a.result.get("python")), python))
+        and not (live and a.id in undone)
+    ]
 
 
 def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None) -> Any:
@@ -482,30 +481,14 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
                 f"install #{attempt_id} changed {where}, not {python}",
                 tip="leave out --venv/--python, or name an install of that environment",
             )
-        newer = [
-            a.id
-            for a in installs
-            if a.id > attempt.id
-            and a.status == "succeeded"
-            and "rollback_of" not in a.config
-            and _same_python(str(a.result.get("python")), where)
-            and not _undone(installs, a.id)
-        ]
+        newer = [a.id for a in _installs(installs, where, live=True) if a.id > attempt.id]
         if newer:  # its snapshot predates them: restoring it would undo them too, unsaid
             raise UsageError(
                 f"install #{min(newer)} into the same environment came after #{attempt_id}",
                 tip=f"roll back the newer install(s) first (--rollback {max(newer)}), then it",
             )
         return attempt
-    candidates = [
-        a
-        for a in installs
-        if a.result.get("snapshot")
-        and "rollback_of" not in a.config
-        and a.status == "succeeded"
-        and not _undone(installs, a.id)
-        and (python is None or _same_python(str(a.result.get("python")), python))
-    ]
+    candidates = [a for a in _installs(installs, python, live=True) if a.result.get("snapshot")]
     if not candidates:
         where = f" into {python}" if python else ""
         raise InputError(
