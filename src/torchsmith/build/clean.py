@@ -97,10 +97,10 @@ def plan_clean(tree: Path, kind: ProjectKind | None = None) -> CleanPlan:
     """What a clean of ``tree`` would remove, with sizes; reads only."""
     root = _tree_root(tree)
     _refuse_broad(root)
-    top = _git_toplevel(root)
+    top, why = _git_toplevel(root)
     if top is None:
-        _refuse_unreadable_git(root)
-    if top is not None:
+        _refuse_unreadable_git(root, why)
+    else:
         entries, kept = _plan_git(root)
         return CleanPlan(str(root), True, tuple(entries), tuple(kept))
     entries, kept = _plan_known_dirs(root, kind)
@@ -126,17 +126,13 @@ def _refuse_broad(root: Path) -> None:
         )
 
 
-def _refuse_unreadable_git(root: Path) -> None:
+def _refuse_unreadable_git(root: Path, why: str) -> None:
     """A tree inside a git work tree that git cannot read (not installed, or refusing: 'dubious
-    ownership') must not be cleaned as if it had no git: what git tracks is not known then."""
+    ownership') must not be cleaned as if it had no git: what git tracks is not known then.
+    ``why`` is what git said (or that it is not installed)."""
     marker = next((p / ".git" for p in (root, *root.parents) if (p / ".git").exists()), None)
     if marker is None:
         return
-    try:
-        result = cmd.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], timeout=30)
-        why = (result.stderr.strip().splitlines() or ["git failed"])[0]
-    except cmd.CommandNotFoundError:
-        why = "git is not installed"
     raise InputError(
         f"{root} is in a git work tree ({marker}), but git cannot read it: {why}",
         tip="fix git's access to the repository (or install git), then clean again: "
@@ -144,14 +140,15 @@ def _refuse_unreadable_git(root: Path) -> None:
     )
 
 
-def _git_toplevel(root: Path) -> Path | None:
+def _git_toplevel(root: Path) -> tuple[Path | None, str]:
+    """The top of the git work tree holding ``root``, or None with the reason git gave."""
     try:
         result = cmd.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], timeout=30)
     except cmd.CommandNotFoundError:
-        return None
+        return None, "git is not installed"
     if not result.ok or not result.stdout.strip():
-        return None
-    return Path(result.stdout.strip()).resolve()
+        return None, (result.stderr.strip().splitlines() or ["git failed"])[0]
+    return Path(result.stdout.strip()).resolve(), ""
 
 
 def _git_paths(root: Path, *extra: str) -> list[str]:
@@ -261,11 +258,11 @@ CMAKE_CACHE_MAX = 16 * 2**20  # PyTorch's own cache is about 0.3 MB
 def _cmake_build_dir(path: Path) -> bool:
     """Whether ``path`` is a CMake build directory outside its source folder: its CMakeCache.txt
     names the folder it was configured from (CMAKE_HOME_DIRECTORY), an existing folder outside
-    this one, and it holds no CMakeLists.txt. A cache in the source folder itself (``cmake .``),
-    one naming a folder inside it, or an empty or foreign file named CMakeCache.txt, proves only
-    that file is CMake's, not what is beside it."""
+    this one. A cache in the source folder itself (``cmake .``), one naming a folder inside it,
+    or an empty or foreign file named CMakeCache.txt, proves only that file is CMake's, not what
+    is beside it. (A folder holding a CMakeLists.txt never gets here: _build_dir_reason.)"""
     cache = path / "CMakeCache.txt"
-    if not cache.is_file() or cache.is_symlink() or (path / "CMakeLists.txt").exists():
+    if not cache.is_file() or cache.is_symlink():
         return False
     try:
         with cache.open("rb") as handle:
