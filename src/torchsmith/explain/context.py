@@ -16,8 +16,6 @@ from torchsmith.probe.model import Probe
 
 log = logging.getLogger(__name__)
 
-INDEX_URL = "https://download.pytorch.org/whl/{variant}"
-
 
 def load_probe_file(path: str) -> Probe:
     """A probe saved by ``torchsmith doctor --json``. Raises ProbeFileError (one line)."""
@@ -63,7 +61,9 @@ def context_from_probe(probe: Probe) -> dict[str, str]:
             variant = _variant_for(values, host.arch)
             if variant:
                 values["wheel_variant"] = variant
-                values["index_url"] = INDEX_URL.format(variant=variant)
+                from torchsmith.knowledge.model import index_url  # noqa: PLC0415 - loaded above
+
+                values["index_url"] = index_url(variant)
     return values
 
 
