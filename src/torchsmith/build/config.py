@@ -89,34 +89,7 @@ def make_config(
     arch_list = _arch_list(targets.ccs, options.profile)
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
     if inherited and targets.origin == FROM_ENVIRONMENT:
-        # no GPU here: the user's value goes to the build as written (torch also reads names
-        # and 9.0a); what torchsmith reads of it (X.Y, +PTX) drives its own checks
-        arch_list = tuple(inherited_arch_list(inherited))
-        acc.choose(
-            "TORCH_CUDA_ARCH_LIST",
-            inherited,
-            "from your environment, as you wrote it: no NVIDIA GPU here to build for instead "
-            "(--gpu/--cc name others)",
-            env="TORCH_CUDA_ARCH_LIST",
-        )
-        unread = unread_arch_entries(inherited)
-        if unread:
-            acc.findings.append(
-                Finding(
-                    category="other",
-                    severity="warning",
-                    message=f"TORCH_CUDA_ARCH_LIST entries {', '.join(unread)} go to the build "
-                    "as written, unchecked"
-                    + (
-                        "; CMAKE_CUDA_ARCHITECTURES gets only numbers (9.0a as 90, a name not "
-                        "at all)"
-                        if project.kind == "cmake"
-                        else ""
-                    ),
-                    fix="name the compute capabilities (8.6, 9.0a) or pass --cc X.Y",
-                    subject="TORCH_CUDA_ARCH_LIST",
-                )
-            )
+        arch_list = _inherited_archs(project, inherited, acc)
     elif arch_list:
         reason = _arch_reason(targets, options.profile)
         if inherited and inherited != ";".join(arch_list):
@@ -200,6 +173,50 @@ def make_config(
 
 
 # -- targets ------------------------------------------------------------------------------------
+
+
+def _inherited_archs(project: Project, inherited: str, acc: _Acc) -> tuple[str, ...]:
+    # no GPU here: the user's value goes to the build as written (torch also reads names);
+    # what torchsmith reads of it (X.Y, 9.0a, 10.0f, +PTX) drives its own checks
+    arch_list = tuple(inherited_arch_list(inherited))
+    acc.choose(
+        "TORCH_CUDA_ARCH_LIST",
+        inherited,
+        "from your environment, as you wrote it: no NVIDIA GPU here to build for instead "
+        "(--gpu/--cc name others)",
+        env="TORCH_CUDA_ARCH_LIST",
+    )
+    unread = unread_arch_entries(inherited)
+    if unread:
+        acc.findings.append(
+            Finding(
+                category="other",
+                severity="warning",
+                message=f"TORCH_CUDA_ARCH_LIST entries {', '.join(unread)} go to the build "
+                "as written, unchecked"
+                + (
+                    "; CMAKE_CUDA_ARCHITECTURES does not get them"
+                    if project.kind == "cmake"
+                    else ""
+                ),
+                fix="name the compute capabilities (8.6, 9.0a) or pass --cc X.Y",
+                subject="TORCH_CUDA_ARCH_LIST",
+            )
+        )
+    family = [a for a in arch_list if a.removesuffix("+PTX").endswith("f")]
+    if family and project.kind == "cmake":
+        acc.findings.append(
+            Finding(
+                category="unknown-build-option",
+                severity="warning",
+                message=f"TORCH_CUDA_ARCH_LIST entries {', '.join(family)} go to "
+                "CMAKE_CUDA_ARCHITECTURES as family-specific architectures (100f); CMake 3.25 "
+                "rejects those at configure, a CMake that knows them takes them",
+                fix="for one GPU, name its arch-specific X.Ya (10.0a) or plain X.Y instead",
+                subject="TORCH_CUDA_ARCH_LIST",
+            )
+        )
+    return arch_list
 
 
 def _arch_list(ccs: tuple[str, ...], profile: str) -> tuple[str, ...]:

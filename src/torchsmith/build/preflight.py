@@ -21,7 +21,7 @@ from torchsmith.build.model import BuildConfig
 from torchsmith.build.tree import BuildCache, TreeFacts
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import arch_list_tokens, parse_cc
+from torchsmith.knowledge.compat import arch_list_tokens, entry_cc, parse_cc
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER
 
@@ -209,7 +209,7 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
             )
         )
     for entry in config.arch_list:
-        cc = entry.replace("+PTX", "")
+        cc = entry_cc(entry)
         if can_target(tk, kb, cc) is False:
             major, minor = parse_cc(cc)
             sm = f"sm_{major}{minor}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from torchsmith.build.options import BuildOptions
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import parse_cc
+from torchsmith.knowledge.compat import entry_cc, parse_cc
 from torchsmith.probe.model import Finding, Probe
 
 
@@ -80,36 +80,31 @@ FROM_ENVIRONMENT = "TORCH_CUDA_ARCH_LIST from your environment"
 
 
 def inherited_ccs(value: str) -> list[str]:
-    """The compute capabilities of a TORCH_CUDA_ARCH_LIST value ("8.6;9.0+PTX", "8.6 9.0")."""
-    return [entry.removesuffix("+PTX") for entry in inherited_arch_list(value)]
+    """The compute capabilities of a TORCH_CUDA_ARCH_LIST value ("8.6;9.0+PTX", "8.6 9.0a")."""
+    return [entry_cc(entry) for entry in inherited_arch_list(value)]
 
 
 def inherited_arch_list(value: str) -> list[str]:
-    """The X.Y entries of a TORCH_CUDA_ARCH_LIST value, normalised, with their +PTX (a
-    family-specific 9.0a or 10.0f counts as its X.Y); names (Ampere) are left out."""
+    """The X.Y entries of a TORCH_CUDA_ARCH_LIST value, normalised, with their +PTX and the
+    suffix of an arch-specific 9.0a or family-specific 10.0f (torch keeps both, and so does
+    CMake's 90a); names (Ampere) are left out."""
     out = []
     for word in value.replace(";", " ").split():
         ptx = word.endswith("+PTX")
         base = word.removesuffix("+PTX")
+        suffix = base[-1:] if base[-1:] in ("a", "f") else ""
         try:
-            major, minor = parse_cc(base[:-1] if base[-1:] in ("a", "f") else base)
+            major, minor = parse_cc(base.removesuffix(suffix) if suffix else base)
         except ValueError:
             continue
-        out.append(f"{major}.{minor}" + ("+PTX" if ptx else ""))
+        out.append(f"{major}.{minor}{suffix}" + ("+PTX" if ptx else ""))
     return out
 
 
 def unread_arch_entries(value: str) -> list[str]:
-    """The entries of a TORCH_CUDA_ARCH_LIST value that torchsmith does not read as X.Y (names
-    such as Ampere; 9.0a's suffix, which torch keeps)."""
-    out = []
-    for word in value.replace(";", " ").split():
-        base = word.removesuffix("+PTX")
-        try:
-            parse_cc(base)
-        except ValueError:
-            out.append(word)
-    return out
+    """The entries of a TORCH_CUDA_ARCH_LIST value that torchsmith does not read as X.Y, 9.0a
+    or 10.0f (names such as Ampere)."""
+    return [word for word in value.replace(";", " ").split() if not inherited_arch_list(word)]
 
 
 def _nvidia(probe: Probe) -> list[tuple[str, str]]:

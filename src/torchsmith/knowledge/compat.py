@@ -15,6 +15,12 @@ from dataclasses import dataclass
 _ARCH = re.compile(r"^(?:sm|compute)_(\d+?)(\d)([af]?)$")
 
 
+def entry_cc(entry: str) -> str:
+    """The compute capability a TORCH_CUDA_ARCH_LIST entry runs on: '9.0a+PTX' -> '9.0'."""
+    base = entry.removesuffix("+PTX")
+    return base[:-1] if base[-1:] in ("a", "f") else base
+
+
 def parse_cc(cc: str) -> tuple[int, int]:
     """ "12.0" → (12, 0); raises ValueError when malformed."""
     m = re.fullmatch(r"(\d{1,2})\.(\d)", cc.strip())

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from torchsmith.binaries.archs import sort_archs
+from torchsmith.knowledge.compat import entry_cc
 from torchsmith.ledger import Attempt
 
 _CONFIG_KEYS = (
@@ -278,7 +279,7 @@ def _never_tried(attempts: list[Attempt]) -> list[str]:
         return never
     arch_lists = [tuple((a.config or {}).get("arch_list") or ()) for a in attempts]
     for cap in _gpu_caps(attempts):
-        if not any(cap in {x.split("+")[0] for x in archs} for archs in arch_lists):
+        if not any(cap in {entry_cc(x) for x in archs} for archs in arch_lists):
             never.append(f"the arch list was never set to the GPU's own arch ({cap})")
     caches = {str((a.config or {}).get("cache")) for a in attempts if a.config}
     if caches and caches <= {"none", "None"}:
