@@ -340,3 +340,21 @@ def test_arch_specific_entries_reach_cmake(h200: Probe, kb: Knowledge) -> None:
     assert "10.0f+PTX" in family.message
     assert "10.0a" in (family.fix or "")
     assert not [f for f in c.findings if f.category == "toolkit-too-old-for-arch"]
+
+
+def test_arch_specific_cc_and_exported_entry_for_a_gpu_here(h200: Probe, kb: Knowledge) -> None:
+    # --cc 9.0a was "not a compute capability", and on an H100 an exported 9.0a became 9.0:
+    # a project that needs sm_90a (wgmma) had no way to ask for it
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("9.0a", "12.0")))
+    assert c.arch_list == ("9.0a", "12.0")
+    assert "-DCMAKE_CUDA_ARCHITECTURES=90a-real;120-real" in c.cmake_args
+    assert "9.0a is arch- or family-specific" in reason(c, "TORCH_CUDA_ARCH_LIST")
+    portable = make_config(CMAKE, h200, kb, BuildOptions(targets=("9.0a",), profile="portable"))
+    assert portable.arch_list == ("9.0a", "9.0+PTX")  # compute_90a's PTX runs on 9.0 only
+    exported = (("TORCH_CUDA_ARCH_LIST", "9.0a;12.0"),)
+    here = make_config(SCATTER, h200, kb, BuildOptions(inherited=exported))
+    assert here.arch_list == ("9.0a",)  # the H200 decides; its exported 9.0a is kept
+    assert "replaces TORCH_CUDA_ARCH_LIST=9.0a;12.0" in reason(here, "TORCH_CUDA_ARCH_LIST")
+    for bad in ("9.0b", "9.0+PTX", "9.0a;12.0"):
+        with pytest.raises(UsageError):
+            make_config(CMAKE, h200, kb, BuildOptions(targets=(bad,)))

@@ -28,7 +28,7 @@ from torchsmith.build.targets import (
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import parse_cc
+from torchsmith.knowledge.compat import entry_cc, parse_cc
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
@@ -86,7 +86,7 @@ def make_config(
                 subject="targets",
             )
         )
-    arch_list = _arch_list(targets.ccs, options.profile)
+    arch_list = _arch_list(targets, options.profile)
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
     if inherited and targets.origin == FROM_ENVIRONMENT:
         arch_list = _inherited_archs(project, inherited, acc)
@@ -219,20 +219,31 @@ def _inherited_archs(project: Project, inherited: str, acc: _Acc) -> tuple[str, 
     return arch_list
 
 
-def _arch_list(ccs: tuple[str, ...], profile: str) -> tuple[str, ...]:
-    if not ccs:
+def _arch_list(targets: Targets, profile: str) -> tuple[str, ...]:
+    if not targets.ccs:
         return ()
-    out = list(ccs)
-    if profile == "portable":
-        out[-1] += "+PTX"
+    specific = {entry_cc(e): e for e in targets.specific}
+    out = [specific.get(cc, cc) for cc in targets.ccs]
+    if profile == "portable":  # 9.0a's PTX runs on 9.0 only: later GPUs need plain 9.0's
+        newest = targets.ccs[-1]
+        out[-1:] = [out[-1], f"{newest}+PTX"] if newest in specific else [f"{newest}+PTX"]
     return tuple(out)
 
 
 def _arch_reason(targets: Targets, profile: str) -> str:
     who = ", ".join(targets.gpus)
+    specific = (
+        f"; {', '.join(targets.specific)} is arch- or family-specific code, as asked, which runs "
+        "on that compute capability (family) only"
+        if targets.specific
+        else ""
+    )
     if profile == "portable":
-        return f"SASS for {who} ({targets.origin}) plus PTX of the newest, so later GPUs can JIT it"
-    return f"exactly the SASS of {who} ({targets.origin}): no time spent on other archs"
+        return (
+            f"SASS for {who} ({targets.origin}) plus PTX of the newest, so later GPUs can JIT "
+            f"it{specific}"
+        )
+    return f"exactly the SASS of {who} ({targets.origin}): no time spent on other archs{specific}"
 
 
 def _python_reason(options: BuildOptions, probe: Probe) -> str:

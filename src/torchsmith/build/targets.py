@@ -17,6 +17,9 @@ class Targets:
     gpus: tuple[str, ...]  # labels: "NVIDIA H200 (9.0)", "--cc 12.0"
     origin: str  # "this machine", "--cc/--gpu", "probe files"
     findings: tuple[Finding, ...] = ()
+    # arch-specific (9.0a) or family-specific (10.0f) entries asked for by --cc, or kept from an
+    # exported TORCH_CUDA_ARCH_LIST for a GPU here; each stands for its X.Y in the arch list
+    specific: tuple[str, ...] = ()
 
 
 def resolve_targets(
@@ -28,15 +31,18 @@ def resolve_targets(
     asks for explicit ones (never a silent build for every arch).
     """
     ccs: dict[str, str] = {}  # cc -> first label
+    specific: dict[str, str] = {}  # cc -> its 9.0a or 10.0f entry
     for cc in options.targets:
-        try:
-            major, minor = parse_cc(cc)
-        except ValueError:
+        read = inherited_arch_list(cc.strip())
+        if len(read) != 1 or read[0].endswith("+PTX"):
             raise UsageError(
-                f"--cc {cc!r} is not a compute capability", tip="write it as X.Y, e.g. --cc 12.0"
-            ) from None
-        norm = f"{major}.{minor}"
-        ccs.setdefault(norm, f"--cc {norm}")
+                f"--cc {cc!r} is not a compute capability",
+                tip="write it as X.Y, e.g. --cc 12.0 (or 9.0a for arch-specific code)",
+            )
+        norm = entry_cc(read[0])
+        if read[0] != norm:
+            specific.setdefault(norm, read[0])
+        ccs.setdefault(norm, f"--cc {read[0]}")
     for name in options.gpus:
         model = kb.find_gpu(name)
         if model is None and (kb.find_amd_gpu(name) or kb.find_intel_gpu(name)):
@@ -54,7 +60,7 @@ def resolve_targets(
             )
         ccs.setdefault(model.compute_capability, f"{model.name} ({model.compute_capability})")
     if ccs:
-        return _targets(ccs, "--cc/--gpu")
+        return _targets(ccs, "--cc/--gpu", specific)
     if fleet:
         for other in fleet:
             for gpu in _nvidia(other):
@@ -65,9 +71,13 @@ def resolve_targets(
         return Targets((), (), "probe files", (_no_gpu("the probe files list", bool(others)),))
     for name, cc in _nvidia(probe):
         ccs.setdefault(cc, f"{name} ({cc})")
-    if ccs:
-        return _targets(ccs, "this machine")
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
+    if ccs:  # an exported 9.0a for a 9.0 GPU here keeps its arch-specific code
+        for entry in inherited_arch_list(inherited or ""):
+            base = entry.removesuffix("+PTX")
+            if entry_cc(base) in ccs and base != entry_cc(base):
+                specific.setdefault(entry_cc(base), base)
+        return _targets(ccs, "this machine", specific)
     if inherited:  # no GPU here: the list the user exported names the GPUs, as --cc would
         for cc in inherited_ccs(inherited):
             ccs.setdefault(cc, cc)
@@ -115,9 +125,10 @@ def _nvidia(probe: Probe) -> list[tuple[str, str]]:
     ]
 
 
-def _targets(ccs: dict[str, str], origin: str) -> Targets:
+def _targets(ccs: dict[str, str], origin: str, specific: dict[str, str] | None = None) -> Targets:
     order = sorted(ccs, key=parse_cc)
-    return Targets(tuple(order), tuple(ccs[c] for c in order), origin)
+    kept = tuple((specific or {})[c] for c in order if c in (specific or {}))
+    return Targets(tuple(order), tuple(ccs[c] for c in order), origin, specific=kept)
 
 
 def _no_gpu(where: str, other_vendor: bool = False) -> Finding:
