@@ -219,21 +219,17 @@ def test_an_empty_venv_folder_given_stays_when_the_install_fails(
     folder.mkdir()
     empty_index = tmp_path / "index"
     empty_index.mkdir()
-    code = main(
-        [
-            "install",
-            "--venv",
-            str(folder),
-            *TORCH,
-            "--index-url",
-            empty_index.as_uri(),
-            "--no-verify",
-        ]
-    )
+    argv = ["install", *TORCH, "--index-url", empty_index.as_uri(), "--no-verify"]
+    code = main([*argv, "--venv", str(folder)])
     assert code != 0
     capsys.readouterr()
     assert folder.is_dir()
     assert list(folder.iterdir()) == []
+    # the parent folders made for a new venv stayed behind; a parent that was there stays
+    (tmp_path / "kept").mkdir()
+    assert main([*argv, "--venv", str(tmp_path / "kept" / "new" / "deeper" / "env")]) != 0
+    capsys.readouterr()
+    assert list((tmp_path / "kept").iterdir()) == []
     # review: the snapshot of the venv it made was compared with a folder no longer there,
     # "restore incomplete" was said and the snapshot left behind
     snapshots = Path(os.environ["TORCHSMITH_SNAPSHOTS"])

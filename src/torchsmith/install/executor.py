@@ -130,7 +130,7 @@ def run_install(
     }
     on_step("checking the package index")
     indexes.require_reachable(forced)
-    created, existed = _create_venv(result, options, on_step)
+    created, top = _create_venv(result, options, on_step)
     info, _ = probe_python_and_torch(result.python)
     if info.error or not info.site_packages:
         raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
@@ -148,13 +148,13 @@ def run_install(
     try:
         _install(result, sites, on_step)
     except KeyboardInterrupt:
-        _restore(result, "interrupted", created, existed)
+        _restore(result, "interrupted", created, top)
         _discard_if_restored(result, created)
         ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
         raise
     except TorchsmithError as exc:
         result.error = exc.message
-        _restore(result, "rolled-back", created, existed)
+        _restore(result, "rolled-back", created, top)
         result.duration_s = round(time.monotonic() - started, 2)
         _discard_if_restored(result, created)
         ledger.finish(
@@ -163,7 +163,7 @@ def run_install(
         )  # fmt: skip
         return result
     except BaseException:  # a bug or OS failure: still put the environment back, then surface
-        _restore(result, "rolled-back", created, existed)
+        _restore(result, "rolled-back", created, top)
         _discard_if_restored(result, created)
         ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
@@ -187,17 +187,19 @@ def run_install(
 
 def _create_venv(
     result: InstallResult, options: InstallOptions, on_step: OnStep
-) -> tuple[Path | None, bool]:
-    """Run the venv step, if any: the folder made, and whether it was there (empty) before."""
+) -> tuple[Path | None, Path | None]:
+    """Run the venv step, if any: the folder made, and the top-most folder of its path that was
+    not there before (None for an empty folder given, which stays, emptied, on failure)."""
     created: Path | None = None
-    existed = False
+    top: Path | None = None
     for step in result.steps[:-1]:
         on_step(step.title)
         created = Path(options.venv or "").absolute()
-        existed = created.is_dir()  # an empty folder given: it stays, emptied, on failure
+        missing = [p for p in (created, *created.parents) if not p.exists()]
+        top = missing[-1] if missing else None
         cmd.run(step.argv, timeout=300, check=True)
         result.notes.append(f"created {options.venv}")
-    return created, existed
+    return created, top
 
 
 def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> None:
@@ -227,17 +229,25 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
 
 
 def _restore(
-    result: InstallResult, status: str, created: Path | None = None, existed: bool = False
+    result: InstallResult, status: str, created: Path | None = None, top: Path | None = None
 ) -> None:
-    """Put the environment back as the snapshot has it; a venv this install created goes (an
-    empty folder it was given is left empty)."""
+    """Put the environment back as the snapshot has it; a venv this install created goes, with
+    the parent folders made for it while they are empty (an empty folder given stays empty)."""
     if created is not None:
         shutil.rmtree(created, ignore_errors=True)
-        if existed:
+        if top is None:
             created.mkdir(exist_ok=True)
+        else:
+            for parent in created.parents:
+                if not parent.is_relative_to(top):
+                    break
+                try:
+                    parent.rmdir()  # only an empty one: never what else came to live there
+                except OSError:
+                    break
         result.status = status  # type: ignore[assignment]
         result.before, result.after, result.changed = {}, {}, {}  # it did not exist before
-        result.notes.append(f"removed {created}, which this install had created")
+        result.notes.append(f"removed {top or created}, which this install had created")
         return
     if result.snapshot is None:
         return
