@@ -15,7 +15,9 @@ import pytest
 
 from tests.build.configs import cmake_config
 from torchsmith.cli import main
+from torchsmith.install.model import InstallOptions
 from torchsmith.ledger import Ledger
+from torchsmith.plan.model import Recommendation
 from torchsmith.render.attempts import export_md, patterns
 from torchsmith.util.serialize import to_jsonable
 
@@ -267,3 +269,30 @@ def test_diff_of_different_kinds(
     assert data["same_kind"] is False
     assert (data["a_kind"], data["b_kind"]) == ("build", "clean")
     assert data["changes"] == data["outcome"] == []
+
+
+def test_show_and_diff_give_an_installs_options(
+    ledger: Ledger, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # attempts show printed nothing of what an install was asked to do
+    python = "/envs/a/bin/python"
+    rec = Recommendation(
+        "wheel", "2.13.0", "cu130", "https://download.pytorch.org/whl/cu130",
+        commands={"pip": "pip install torch"}, reasons=("the GPU is 12.0",),
+    )  # fmt: skip
+    result = {"python": python, "before": {}, "after": {"torch": "2.13.0+cu130"}, "error": None}
+    asked = InstallOptions(companions=("torchvision",))
+    first = install(ledger, python, to_jsonable({"options": asked, "recommendation": rec}), result)
+    second = install(
+        ledger, python,
+        to_jsonable({"options": InstallOptions(installer="pip"), "recommendation": rec}),
+        result,
+    )  # fmt: skip
+    assert main(["attempts", "show", str(first)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"option\.companions\s+torchvision", out)
+    assert re.search(r"plan\.index_url\s+https://download.pytorch.org/whl/cu130", out)
+    assert "pip install torch" not in out  # the plan's commands are not options
+    assert main(["attempts", "diff", str(first), str(second), "--json"]) == 0
+    changes = {c["key"] for c in json.loads(capsys.readouterr().out)["data"]["changes"]}
+    assert changes == {"option.companions", "option.installer"}

@@ -99,6 +99,11 @@ def flatten(attempt: Attempt) -> dict[str, str]:
             loose.append(str(arg))
     if loose:
         flat["cmake_args"] = " ".join(loose)
+    for group, key in (("option", "options"), ("plan", "recommendation")):  # an install's
+        section = config.get(key)
+        for name, value in sorted(section.items() if isinstance(section, dict) else ()):
+            if _text(value) and not (group == "plan" and isinstance(value, (dict, list))):
+                flat[f"{group}.{name}"] = _text(value)
     for step in config.get("steps") or ():
         env = step.get("env") or {}
         prefix = "".join(f"{k}={shlex.quote(str(v))} " for k, v in sorted(env.items()))
@@ -163,7 +168,18 @@ def diff_attempts(a: Attempt, b: Attempt) -> AttemptDiff:
 
 
 def _order(key: str) -> tuple[int, str]:
-    groups = ("arch_list", "env.", "cmake.", "cmake_args", "step.", "git_", "tool.", "outcome.")
+    groups = (
+        "option.",
+        "plan.",
+        "arch_list",
+        "env.",
+        "cmake.",
+        "cmake_args",
+        "step.",
+        "git_",
+        "tool.",
+        "outcome.",
+    )
     for rank, prefix in enumerate(groups):
         if key.startswith(prefix):
             return rank + 1, key
