@@ -41,6 +41,7 @@ def resolve_targets(
             )
         norm = entry_cc(read[0])
         if read[0] != norm:
+            _check_specific(cc, read[0])
             specific.setdefault(norm, read[0])
         ccs.setdefault(norm, f"--cc {read[0]}")
     for name in options.gpus:
@@ -87,6 +88,21 @@ def resolve_targets(
 
 
 FROM_ENVIRONMENT = "TORCH_CUDA_ARCH_LIST from your environment"
+
+
+def _check_specific(given: str, entry: str) -> None:
+    """Arch-specific code begins with sm_90a (Hopper), family-specific with sm_100f (Blackwell,
+    CUDA 12.9): the CUDA C++ Programming Guide's feature-set compiler targets. Checked with nvcc
+    13.0 here: compute_86a and compute_90f are "Unsupported gpu architecture"; 90a, 100a, 120a,
+    120f and 121f compile."""
+    major = parse_cc(entry_cc(entry))[0]
+    first = 9 if entry.endswith("a") else 10
+    if major < first:
+        raise UsageError(
+            f"--cc {given!r}: {'arch' if first == 9 else 'family'}-specific code exists from "
+            f"compute capability {first}.0 on",
+            tip=f"write it as X.Y: --cc {entry_cc(entry)}",
+        )
 
 
 def inherited_ccs(value: str) -> list[str]:
