@@ -354,6 +354,10 @@ def test_arch_specific_cc_and_exported_entry_for_a_gpu_here(h200: Probe, kb: Kno
     exported = (("TORCH_CUDA_ARCH_LIST", "9.0a;12.0"),)
     here = make_config(SCATTER, h200, kb, BuildOptions(inherited=exported))
     assert here.arch_list == ("9.0a",)  # the H200 decides; its exported 9.0a is kept
+    # (the GPU machine's image exports TORCH_CUDA_ARCH_LIST=9.0a; a build there kept sm_90a)
+    assert "9.0a is arch- or family-specific code (kept from your environment)" in reason(
+        here, "TORCH_CUDA_ARCH_LIST"
+    )
     assert "replaces TORCH_CUDA_ARCH_LIST=9.0a;12.0" in reason(here, "TORCH_CUDA_ARCH_LIST")
     for bad in ("9.0b", "9.0+PTX", "9.0a;12.0", "8.6a", "9.0f"):
         with pytest.raises(UsageError):

@@ -232,9 +232,10 @@ def _arch_list(targets: Targets, profile: str) -> tuple[str, ...]:
 
 def _arch_reason(targets: Targets, profile: str) -> str:
     who = ", ".join(targets.gpus)
+    asked = "kept from your environment" if targets.origin == "this machine" else "as asked"
     specific = (
-        f"; {', '.join(targets.specific)} is arch- or family-specific code, as asked, which runs "
-        "on that compute capability (family) only"
+        f"; {', '.join(targets.specific)} is arch- or family-specific code ({asked}), which "
+        "runs on that compute capability (family) only"
         if targets.specific
         else ""
     )
