@@ -23,6 +23,7 @@ from torchsmith.build.targets import (
     Targets,
     inherited_arch_list,
     resolve_targets,
+    specific_entry_problem,
     unread_arch_entries,
 )
 from torchsmith.errors import UsageError
@@ -96,7 +97,10 @@ def make_config(
             reason += f"; it replaces TORCH_CUDA_ARCH_LIST={inherited} from your environment"
         acc.choose("TORCH_CUDA_ARCH_LIST", ";".join(arch_list), reason, env="TORCH_CUDA_ARCH_LIST")
 
-    toolkit = _pick_toolkit(probe, kb, targets.ccs, project, acc) if cuda else None
+    if cuda:
+        acc.findings += _entry_findings(project, arch_list, kb)
+    wanted = tuple(dict.fromkeys(e.removesuffix("+PTX") for e in arch_list))
+    toolkit = _pick_toolkit(probe, kb, wanted, project, acc) if cuda else None
     cuda_home = toolkit.root if toolkit else None
     if toolkit is not None:
         acc.env["CUDA_HOME"] = toolkit.root
@@ -203,40 +207,30 @@ def _inherited_archs(project: Project, inherited: str, acc: _Acc) -> tuple[str, 
                 subject="TORCH_CUDA_ARCH_LIST",
             )
         )
-    family = [a for a in arch_list if a.removesuffix("+PTX").endswith("f")]
-    if family and project.kind == "cmake":
-        acc.findings.append(
-            Finding(
-                category="unknown-build-option",
-                severity="warning",
-                message=f"TORCH_CUDA_ARCH_LIST entries {', '.join(family)} go to "
-                "CMAKE_CUDA_ARCHITECTURES as family-specific architectures (100f); CMake 3.25 "
-                "rejects those at configure, a CMake that knows them takes them",
-                fix="for one GPU, name its arch-specific X.Ya (10.0a) or plain X.Y instead",
-                subject="TORCH_CUDA_ARCH_LIST",
-            )
-        )
     return arch_list
 
 
 def _arch_list(targets: Targets, profile: str) -> tuple[str, ...]:
     if not targets.ccs:
         return ()
-    specific = {entry_cc(e): e for e in targets.specific}
-    out = [specific.get(cc, cc) for cc in targets.ccs]
+    out = list(targets.entries or targets.ccs)
     if profile == "portable":  # 9.0a's PTX runs on 9.0 only: later GPUs need plain 9.0's
         newest = targets.ccs[-1]
-        out[-1:] = [out[-1], f"{newest}+PTX"] if newest in specific else [f"{newest}+PTX"]
+        if newest in out:
+            out[out.index(newest)] = f"{newest}+PTX"
+        else:
+            out.append(f"{newest}+PTX")
     return tuple(out)
 
 
 def _arch_reason(targets: Targets, profile: str) -> str:
     who = ", ".join(targets.gpus)
     asked = "kept from your environment" if targets.origin == "this machine" else "as asked"
+    named = [e for e in targets.entries if e != entry_cc(e)]
     specific = (
-        f"; {', '.join(targets.specific)} is arch- or family-specific code ({asked}), which "
-        "runs on that compute capability (family) only"
-        if targets.specific
+        f"; {', '.join(named)} {'is' if len(named) == 1 else 'are'} arch- or family-specific "
+        f"code ({asked}), which runs on that compute capability (family) only"
+        if named
         else ""
     )
     if profile == "portable":
@@ -245,6 +239,40 @@ def _arch_reason(targets: Targets, profile: str) -> str:
             f"it{specific}"
         )
     return f"exactly the SASS of {who} ({targets.origin}): no time spent on other archs{specific}"
+
+
+def _entry_findings(project: Project, arch_list: tuple[str, ...], kb: Knowledge) -> list[Finding]:
+    """Arch-list entries that cannot build, whoever named them (--cc, or an exported list that
+    goes to the build as written): an a/f suffix below its first compute capability, and a
+    family-specific entry for CMake 3.25, which rejects 100f-real at configure (checked here)."""
+    out = []
+    for entry in arch_list:
+        problem = specific_entry_problem(entry, kb)
+        if problem:
+            out.append(
+                Finding(
+                    "unknown-build-option",
+                    "error",
+                    f"TORCH_CUDA_ARCH_LIST entry {entry}: {problem}",
+                    f"write it as {entry_cc(entry)}",
+                    subject="TORCH_CUDA_ARCH_LIST",
+                )
+            )
+        elif project.kind == "cmake" and entry.removesuffix("+PTX").endswith("f"):
+            digits = entry.removesuffix("+PTX").replace(".", "")
+            out.append(
+                Finding(
+                    "unknown-build-option",
+                    "warning",
+                    f"TORCH_CUDA_ARCH_LIST entry {entry} goes to CMAKE_CUDA_ARCHITECTURES as "
+                    f"{digits}, a family-specific architecture: CMake 3.25 rejects it at "
+                    "configure, a CMake that knows them takes it",
+                    f"for one GPU, name its arch-specific {entry_cc(entry)}a or plain "
+                    f"{entry_cc(entry)} instead",
+                    subject="TORCH_CUDA_ARCH_LIST",
+                )
+            )
+    return out
 
 
 def _python_reason(options: BuildOptions, probe: Probe) -> str:
@@ -268,12 +296,18 @@ def toolkit_sm_targets(tk: CudaToolkitInfo, kb: Knowledge) -> tuple[tuple[str, .
     return (), "unknown"
 
 
-def can_target(tk: CudaToolkitInfo, kb: Knowledge, cc: str) -> bool | None:
+def can_target(tk: CudaToolkitInfo, kb: Knowledge, entry: str) -> bool | None:
+    """Whether the toolkit emits SASS for an arch-list entry (9.0, 9.0a, 10.0f+PTX): its sm, and
+    for an a/f entry a CUDA at least as new as the first that emits that kind of code."""
     sms, how = toolkit_sm_targets(tk, kb)
     if how == "unknown":
         return None
-    major, minor = parse_cc(cc)
-    return f"sm_{major}{minor}" in sms
+    base = entry.removesuffix("+PTX")
+    major, minor = parse_cc(entry_cc(base))
+    if f"sm_{major}{minor}" not in sms:
+        return False
+    known = kb.arch_suffix(base[-1]) if base != entry_cc(base) else None
+    return known is None or not tk.version or _vkey(tk.version) >= _vkey(known.min_cuda)
 
 
 def _vkey(version: str | None) -> tuple[int, ...]:
@@ -283,6 +317,7 @@ def _vkey(version: str | None) -> tuple[int, ...]:
 def _pick_toolkit(
     probe: Probe, kb: Knowledge, ccs: tuple[str, ...], project: Project, acc: _Acc
 ) -> CudaToolkitInfo | None:
+    """The toolkit for these arch entries ("9.0", "9.0a"): one that emits all of them first."""
     usable = [t for t in probe.cuda_toolkits if t.version]
     if not usable:
         acc.findings.append(

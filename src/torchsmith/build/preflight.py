@@ -45,6 +45,7 @@ def preflight(
     out += _tools(config, tree, probe)
     out += _submodules(tree)
     out += _toolkit(config, probe, kb)
+    out += _extension_arches(config, tree, probe)
     out += _windows(config, facts)
     out += stale_cache(config, tree)
     return tuple(sorted(out, key=lambda f: SEVERITY_ORDER[f.severity]))
@@ -191,6 +192,32 @@ def _submodules(tree: TreeFacts) -> list[Finding]:
 # -- toolkit, host compiler, torch --------------------------------------------------------------
 
 
+def _extension_arches(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
+    """Entries the target torch's cpp_extension does not list: it stops the build with "Unknown
+    CUDA arch" (torch 2.13 lists 9.0a but no 10.0f; older ones lack newer GPUs)."""
+    accepted = tree.extension_arches
+    if not accepted:
+        return []
+    unknown = [e for e in config.arch_list if e.removesuffix("+PTX") not in accepted]
+    if not unknown:
+        return []
+    torch = f"torch {probe.torch.version}" if probe.torch else "the target torch"
+    first = unknown[0].removesuffix("+PTX")
+    near = [a for a in accepted if entry_cc(a) == entry_cc(first)]
+    return [
+        Finding(
+            "unknown-build-option",
+            "error",
+            f"{torch}'s cpp_extension does not accept TORCH_CUDA_ARCH_LIST entries "
+            f'{", ".join(unknown)}: the build would stop with "Unknown CUDA arch ({first}) or '
+            'GPU not supported"',
+            (f"use {' or '.join(near)} instead" if near else f"it knows up to {accepted[-1]}")
+            + " (its list: torch/utils/cpp_extension.py, supported_arches)",
+            subject="TORCH_CUDA_ARCH_LIST",
+        )
+    ]
+
+
 def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
     out: list[Finding] = []
     tk = next((t for t in probe.cuda_toolkits if t.root == config.cuda_home), None)
@@ -208,24 +235,41 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
                 subject="nvcc",
             )
         )
-    for entry in config.arch_list:
-        cc = entry_cc(entry)
-        if can_target(tk, kb, cc) is False:
+    for entry in dict.fromkeys(e.removesuffix("+PTX") for e in config.arch_list):
+        if can_target(tk, kb, entry) is False:
+            cc = entry_cc(entry)
             major, minor = parse_cc(cc)
-            sm = f"sm_{major}{minor}"
+            plain = f"sm_{major}{minor}"
+            sm = plain + entry[len(cc) :]
+            suffix = kb.arch_suffix(entry[-1]) if sm != plain else None
+            if suffix is not None and plain in sms:
+                out.append(
+                    Finding(
+                        "toolkit-too-old-for-arch",
+                        "error",
+                        f"nvcc {tk.version} at {tk.root} cannot compile for {sm}: "
+                        f"{'arch' if suffix.suffix == 'a' else 'family'}-specific code needs "
+                        f"CUDA {suffix.min_cuda} or newer",
+                        f"install CUDA {suffix.min_cuda} or newer and set CUDA_HOME to it, or "
+                        f"build plain {cc}",
+                        subject=sm,
+                        source=suffix.sources[0] if suffix.sources else None,
+                    )
+                )
+                continue
             hint = (
-                kb.toolkits_for_text([sm], tk.version)
-                if kb.toolkits_for([sm])
+                kb.toolkits_for_text([plain], tk.version)
+                if kb.toolkits_for([plain])
                 else "a CUDA toolkit that lists it in nvcc --list-gpu-code"
             )
             out.append(
                 Finding(
                     "toolkit-too-old-for-arch",
                     "error",
-                    f"nvcc {tk.version} at {tk.root} cannot compile for sm_{major}{minor} "
+                    f"nvcc {tk.version} at {tk.root} cannot compile for {plain} "
                     f"(compute capability {cc}); it targets {_span(sms)} ({how})",
                     f"install {hint} and set CUDA_HOME to it, or drop that target",
-                    subject=f"sm_{major}{minor}",
+                    subject=plain,
                     source=None if how.startswith("nvcc") else "nvcc_wheels",
                 )
             )
@@ -329,10 +373,12 @@ def _is_bool(value: str) -> bool:
 
 
 def _arch_set(value: str) -> frozenset[str]:
-    """ "9.0;12.0+PTX" / "90-real;120" / "90 120" → comparable sm numbers."""
+    """ "9.0;12.0+PTX" / "90-real;120" / "90 120" → comparable sm numbers ("9.0a" → "90a")."""
     out = set()
     for item in arch_list_tokens(value):
-        digits = re.sub(r"\D", "", item.split("-")[0].split("+")[0])
+        base = item.split("-")[0].split("+")[0]
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d{1,2})\.?(\d?)([af]?)", base)
+        digits = "".join(m.groups()) if m else re.sub(r"\D", "", base)
         out.add(digits + ("+ptx" if "+PTX" in item else ""))
     return frozenset(out)
 

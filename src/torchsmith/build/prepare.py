@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchsmith.build.config import make_config
+from torchsmith.build.config import EXTENSION_KINDS, make_config
 from torchsmith.build.detect import detect_project
 from torchsmith.build.model import BuildConfig, Project
 from torchsmith.build.options import BuildOptions
@@ -47,5 +47,6 @@ def prepare(
         options = dataclasses.replace(options, tool_paths=find_compiler_caches(python))
     known = tree_options(project) if project.kind == "pytorch" else None
     config = make_config(project, probe, kb, options, fleet=fleet, known_options=known)
-    tree = read_tree(project, config)
+    torch = probe.torch.location if probe.torch and project.kind in EXTENSION_KINDS else None
+    tree = read_tree(project, config, torch)
     return Prepared(project, config, tree, preflight(config, tree, probe, kb))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from torchsmith.build.options import BuildOptions
@@ -17,9 +18,12 @@ class Targets:
     gpus: tuple[str, ...]  # labels: "NVIDIA H200 (9.0)", "--cc 12.0"
     origin: str  # "this machine", "--cc/--gpu", "probe files"
     findings: tuple[Finding, ...] = ()
-    # arch-specific (9.0a) or family-specific (10.0f) entries asked for by --cc, or kept from an
-    # exported TORCH_CUDA_ARCH_LIST for a GPU here; each stands for its X.Y in the arch list
-    specific: tuple[str, ...] = ()
+    # the arch-list entries, when some are arch-specific (9.0a) or family-specific (10.0f): asked
+    # for by --cc, or kept from an exported TORCH_CUDA_ARCH_LIST for a GPU here; empty: the ccs
+    entries: tuple[str, ...] = ()
+
+
+_CC = re.compile(r"(\d{1,2})\.(\d)([af]?)")
 
 
 def resolve_targets(
@@ -31,19 +35,21 @@ def resolve_targets(
     asks for explicit ones (never a silent build for every arch).
     """
     ccs: dict[str, str] = {}  # cc -> first label
-    specific: dict[str, str] = {}  # cc -> its 9.0a or 10.0f entry
+    entries: list[str] = []  # 9.0, 9.0a, 12.0: what the arch list holds
     for cc in options.targets:
-        read = inherited_arch_list(cc.strip())
-        if len(read) != 1 or read[0].endswith("+PTX"):
+        m = _CC.fullmatch(cc.strip())
+        if not m:
             raise UsageError(
                 f"--cc {cc!r} is not a compute capability",
                 tip="write it as X.Y, e.g. --cc 12.0 (or 9.0a for arch-specific code)",
             )
-        norm = entry_cc(read[0])
-        if read[0] != norm:
-            _check_specific(cc, read[0])
-            specific.setdefault(norm, read[0])
-        ccs.setdefault(norm, f"--cc {read[0]}")
+        norm = f"{int(m.group(1))}.{m.group(2)}"
+        entry = norm + m.group(3)
+        if m.group(3):
+            _check_specific(cc, entry, kb)
+        if entry not in entries:
+            entries.append(entry)
+        ccs[norm] = f"{ccs[norm]}, {entry}" if norm in ccs else f"--cc {entry}"
     for name in options.gpus:
         model = kb.find_gpu(name)
         if model is None and (kb.find_amd_gpu(name) or kb.find_intel_gpu(name)):
@@ -60,8 +66,10 @@ def resolve_targets(
                 + "or give its compute capability with --cc X.Y",
             )
         ccs.setdefault(model.compute_capability, f"{model.name} ({model.compute_capability})")
+        if model.compute_capability not in entries:
+            entries.append(model.compute_capability)
     if ccs:
-        return _targets(ccs, "--cc/--gpu", specific)
+        return _targets(ccs, "--cc/--gpu", entries)
     if fleet:
         for other in fleet:
             for gpu in _nvidia(other):
@@ -73,12 +81,12 @@ def resolve_targets(
     for name, cc in _nvidia(probe):
         ccs.setdefault(cc, f"{name} ({cc})")
     inherited = options.inherited_value("TORCH_CUDA_ARCH_LIST")
-    if ccs:  # an exported 9.0a for a 9.0 GPU here keeps its arch-specific code
-        for entry in inherited_arch_list(inherited or ""):
-            base = entry.removesuffix("+PTX")
-            if entry_cc(base) in ccs and base != entry_cc(base):
-                specific.setdefault(entry_cc(base), base)
-        return _targets(ccs, "this machine", specific)
+    if ccs:  # an exported 9.0a for a 9.0 GPU here is kept: the user asked for that code
+        exported = [e.removesuffix("+PTX") for e in inherited_arch_list(inherited or "")]
+        for cc in ccs:
+            mine = [e for e in exported if entry_cc(e) == cc]
+            entries += list(dict.fromkeys(mine)) if any(e != cc for e in mine) else [cc]
+        return _targets(ccs, "this machine", entries)
     if inherited:  # no GPU here: the list the user exported names the GPUs, as --cc would
         for cc in inherited_ccs(inherited):
             ccs.setdefault(cc, cc)
@@ -90,19 +98,28 @@ def resolve_targets(
 FROM_ENVIRONMENT = "TORCH_CUDA_ARCH_LIST from your environment"
 
 
-def _check_specific(given: str, entry: str) -> None:
-    """Arch-specific code begins with sm_90a (Hopper), family-specific with sm_100f (Blackwell,
-    CUDA 12.9): the CUDA C++ Programming Guide's feature-set compiler targets. Checked with nvcc
-    13.0 here: compute_86a and compute_90f are "Unsupported gpu architecture"; 90a, 100a, 120a,
-    120f and 121f compile."""
-    major = parse_cc(entry_cc(entry))[0]
-    first = 9 if entry.endswith("a") else 10
-    if major < first:
+def _check_specific(given: str, entry: str, kb: Knowledge) -> None:
+    """Arch-specific code exists from sm_90a on, family-specific from sm_100f (the KB's
+    arch_suffix facts, read from ptxas)."""
+    problem = specific_entry_problem(entry, kb)
+    if problem:
         raise UsageError(
-            f"--cc {given!r}: {'arch' if first == 9 else 'family'}-specific code exists from "
-            f"compute capability {first}.0 on",
-            tip=f"write it as X.Y: --cc {entry_cc(entry)}",
+            f"--cc {given!r}: {problem}", tip=f"write it as X.Y: --cc {entry_cc(entry)}"
         )
+
+
+def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
+    """Why an arch-list entry's a/f suffix cannot exist for its compute capability, if so."""
+    base = entry.removesuffix("+PTX")
+    suffix = base[-1:] if base[-1:] in ("a", "f") else ""
+    known = kb.arch_suffix(suffix) if suffix else None
+    if known is None or parse_cc(entry_cc(base)) >= parse_cc(known.first_cc):
+        return None
+    kind = "arch" if suffix == "a" else "family"
+    return (
+        f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
+        f"has compute_{entry_cc(base).replace('.', '')}{suffix})"
+    )
 
 
 def inherited_ccs(value: str) -> list[str]:
@@ -141,10 +158,11 @@ def _nvidia(probe: Probe) -> list[tuple[str, str]]:
     ]
 
 
-def _targets(ccs: dict[str, str], origin: str, specific: dict[str, str] | None = None) -> Targets:
+def _targets(ccs: dict[str, str], origin: str, entries: list[str] | None = None) -> Targets:
     order = sorted(ccs, key=parse_cc)
-    kept = tuple((specific or {})[c] for c in order if c in (specific or {}))
-    return Targets(tuple(order), tuple(ccs[c] for c in order), origin, specific=kept)
+    listed = sorted(entries or (), key=lambda e: (parse_cc(entry_cc(e)), e))
+    specific = tuple(listed) if any(e != entry_cc(e) for e in listed) else ()
+    return Targets(tuple(order), tuple(ccs[c] for c in order), origin, entries=specific)
 
 
 def _no_gpu(where: str, other_vendor: bool = False) -> Finding:

@@ -26,7 +26,7 @@ _OPTION = re.compile(
 )
 _ENV_SWITCH = re.compile(r"['\"]((?:USE|BUILD)_[A-Z0-9_]+)['\"]")
 _CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9][0-9.]*)", re.IGNORECASE)
-_GENCODE = re.compile(r"arch=compute_(\d+)[af]?,code=(sm|compute)_(\d+)[af]?")
+_GENCODE = re.compile(r"arch=compute_(\d+)[af]?,code=(sm|compute)_(\d+)([af]?)")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ class TreeFacts:
     disk_free_bytes: int | None = None
     writable: bool = True
     realpaths: dict[str, str] = field(default_factory=dict)  # config/cached path -> real path
+    # the TORCH_CUDA_ARCH_LIST entries the target torch's cpp_extension accepts (its
+    # supported_arches, read from the file); None: not an extension, or not read
+    extension_arches: tuple[str, ...] | None = None
 
 
 def tree_options(project: Project) -> frozenset[str]:
@@ -72,7 +75,9 @@ def tree_options(project: Project) -> frozenset[str]:
     return frozenset(n for n in names if n.startswith(("USE_", "BUILD_")))
 
 
-def read_tree(project: Project, config: BuildConfig | None = None) -> TreeFacts:
+def read_tree(
+    project: Project, config: BuildConfig | None = None, torch_location: str | None = None
+) -> TreeFacts:
     root = Path(project.path)
     caches = [*_cmake_caches(project), *_ninja_caches(root / "build", "setuptools")]
     caches += _ninja_caches(_torch_extensions_dir(), "torch_extensions", project.name)
@@ -97,7 +102,19 @@ def read_tree(project: Project, config: BuildConfig | None = None) -> TreeFacts:
         disk_free_bytes=free,
         writable=os.access(root, os.W_OK),
         realpaths={p: os.path.realpath(p) for p in paths if Path(p).is_absolute()},
+        extension_arches=cpp_extension_arches(torch_location) if torch_location else None,
     )
+
+
+_SUPPORTED_ARCHES = re.compile(r"^\s*supported_arches\s*=\s*\[([^\]]*)\]", re.M)
+
+
+def cpp_extension_arches(torch_location: str) -> tuple[str, ...] | None:
+    """The arch entries torch/utils/cpp_extension.py accepts ('9.0a' but not '10.0f' in torch
+    2.13): anything else in TORCH_CUDA_ARCH_LIST stops an extension build with "Unknown CUDA
+    arch". Read as text, never imported; None when the file or the list is not there."""
+    m = _SUPPORTED_ARCHES.search(_read(Path(torch_location) / "utils" / "cpp_extension.py"))
+    return tuple(re.findall(r"['\"]([\w.]+)['\"]", m.group(1))) if m else None
 
 
 _PATH_KEYS = {
@@ -134,9 +151,12 @@ def parse_build_ninja(text: str) -> dict[str, str]:
         if sep and key in ("nvcc", "cxx"):
             out[key] = value.split()[-1] if value.split() else value
         if sep and key == "cuda_post_cflags":
-            archs = sorted(
-                {f"{m.group(3)[:-1]}.{m.group(3)[-1]}" for m in _GENCODE.finditer(value)},
-                key=lambda s: tuple(int(x) for x in s.split(".")),
+            archs = sorted(  # 9.0a stays 9.0a: its code is not 9.0's
+                {
+                    f"{m.group(3)[:-1]}.{m.group(3)[-1]}{m.group(4)}"
+                    for m in _GENCODE.finditer(value)
+                },
+                key=lambda s: (int(s.split(".")[0]), s.split(".")[1]),
             )
             out["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
     return out

@@ -15,6 +15,7 @@ from torchsmith.knowledge import gpunames
 from torchsmith.knowledge.loader import Parsed
 from torchsmith.knowledge.model import (
     AmdGpu,
+    ArchSuffix,
     CudaToolkit,
     DriverFloor,
     GpuModel,
@@ -82,6 +83,7 @@ class Knowledge:
         self.releases: tuple[TorchRelease, ...] = tuple(parsed.releases)
         self.wheels: tuple[Wheel, ...] = tuple(parsed.wheels)
         self.source_builds: tuple[SourceBuildRange, ...] = tuple(parsed.source_builds)
+        self.arch_suffixes: tuple[ArchSuffix, ...] = tuple(parsed.arch_suffixes)
         self.amd_gpus: tuple[AmdGpu, ...] = tuple(parsed.amd_gpus)
         self.rocm_archs: tuple[RocmArchs, ...] = tuple(parsed.rocm_archs)
         self.intel_gpus: tuple[IntelGpu, ...] = tuple(parsed.intel_gpus)
@@ -217,6 +219,10 @@ class Knowledge:
         """The xpu entry that covers this torch on this OS, if any."""
         v = _vkey(minor_of(torch_version))
         return next((x for x in self.xpu if os in x.os and v >= _vkey(x.torch_min)), None)
+
+    def arch_suffix(self, suffix: str) -> ArchSuffix | None:
+        """What the KB knows of arch-specific ("a") or family-specific ("f") code."""
+        return next((a for a in self.arch_suffixes if a.suffix == suffix), None)
 
     def source_build_range(self, torch_version: str) -> SourceBuildRange | None:
         """The CUDA toolkits a source build of this torch (any patch of its minor) accepts."""

@@ -21,6 +21,7 @@ from torchsmith.knowledge.model import (
     PLATFORMS,
     SOURCE_STATUSES,
     AmdGpu,
+    ArchSuffix,
     Companions,
     CudaToolkit,
     DriverFloor,
@@ -70,6 +71,7 @@ class Parsed:
         self.releases: list[TorchRelease] = []
         self.wheels: list[Wheel] = []
         self.source_builds: list[SourceBuildRange] = []
+        self.arch_suffixes: list[ArchSuffix] = []
         self.amd_gpus: list[AmdGpu] = []
         self.rocm_archs: list[RocmArchs] = []
         self.intel_gpus: list[IntelGpu] = []
@@ -107,6 +109,9 @@ def parse(texts: Mapping[str, str]) -> Parsed:
     out.toolkits = _toolkits(ctx, docs["cuda_toolkits.toml"])
     out.source_builds = ctx.each(
         "cuda_toolkits.toml", "source_build", docs["cuda_toolkits.toml"], _source_build
+    )
+    out.arch_suffixes = ctx.each(
+        "cuda_toolkits.toml", "arch_suffix", docs["cuda_toolkits.toml"], _arch_suffix
     )
     out.floors = ctx.each("driver_compat.toml", "floor", docs["driver_compat.toml"], _floor)
     out.wheels = ctx.each("torch_wheels.toml", "wheel", docs["torch_wheels.toml"], _wheel)
@@ -333,6 +338,18 @@ def _source_build(ctx: _Ctx, t: Mapping[str, Any], where: str) -> SourceBuildRan
         status=_status(t, where),  # type: ignore[arg-type]
         sources=ctx.refs(t, where),
         note=_opt_str(t, "note", where),
+    )
+
+
+def _arch_suffix(ctx: _Ctx, t: Mapping[str, Any], where: str) -> ArchSuffix:
+    suffix = _str(t, "suffix", where)
+    if suffix not in ("a", "f"):
+        raise KnowledgeError(f"{where}: suffix must be a or f, not {suffix!r}")
+    return ArchSuffix(
+        suffix=suffix,
+        first_cc=_str(t, "first_cc", where, _VERSION),
+        min_cuda=_str(t, "min_cuda", where, _VERSION),
+        sources=ctx.refs(t, where),
     )
 
 

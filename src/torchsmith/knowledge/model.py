@@ -71,6 +71,17 @@ class CudaToolkit:
 
 
 @dataclass(frozen=True)
+class ArchSuffix:
+    """Arch-specific ("a": sm_90a) or family-specific ("f": sm_100f) code: from which compute
+    capability it exists, and the first CUDA whose nvcc emits it."""
+
+    suffix: str  # "a" | "f"
+    first_cc: str  # "9.0"
+    min_cuda: str  # "12.0"
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SourceBuildRange:
     """The CUDA toolkits a source build of one torch minor accepts (CMake floor to newest CI)."""
 

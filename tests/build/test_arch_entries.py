@@ -1,0 +1,126 @@
+"""Arch-specific (9.0a) and family-specific (10.0f) TORCH_CUDA_ARCH_LIST entries, from --cc, from an
+exported list, through the toolkit choice, preflight, the stale-cache check and the target torch's
+own list (an audit of the change that let them through found each of these)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from torchsmith.build.config import make_config
+from torchsmith.build.detect import detect_project
+from torchsmith.build.options import BuildOptions
+from torchsmith.build.preflight import preflight
+from torchsmith.build.tree import cpp_extension_arches, parse_build_ninja, read_tree
+from torchsmith.errors import UsageError
+from torchsmith.knowledge import Knowledge
+from torchsmith.probe.model import CudaToolkitInfo, Probe
+
+from .conftest import PROJECTS, no_gpu
+
+CMAKE = detect_project(PROJECTS / "cuda_cmake")
+SCATTER = detect_project(PROJECTS / "scatter_like")
+TORCH_VENV = os.environ.get("TORCHSMITH_TEST_TORCH_VENV", "")
+REAL_TORCH = next(Path(TORCH_VENV or "/nonexistent").glob("lib/python3*/site-packages/torch"), None)
+
+
+def with_toolkit(probe: Probe, version: str) -> Probe:
+    """The probe with one toolkit of this version (its sm list from the knowledge base)."""
+    tk = CudaToolkitInfo(
+        root=f"/usr/local/cuda-{version}",
+        version=version,
+        nvcc=f"/usr/local/cuda-{version}/bin/nvcc",
+        selected=True,
+        headers=True,
+    )
+    return dataclasses.replace(probe, cuda_toolkits=(tk,))
+
+
+def test_plain_and_specific_twins_both_stay(h200: Probe, kb: Knowledge) -> None:
+    # --cc 12.0 --cc 12.0a kept only 12.0a: a 12.1 GPU, which runs sm_120, lost its code
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("12.0", "12.0a", "10.0a", "10.0f")))
+    assert c.arch_list == ("10.0a", "10.0f", "12.0", "12.0a")
+    assert "-DCMAKE_CUDA_ARCHITECTURES=100a-real;100f-real;120-real;120a-real" in c.cmake_args
+    exported = (("TORCH_CUDA_ARCH_LIST", "9.0;9.0a"),)
+    assert make_config(CMAKE, h200, kb, BuildOptions(inherited=exported)).arch_list == (
+        "9.0",
+        "9.0a",
+    )
+
+
+@pytest.mark.parametrize("bad", ["sm_90;8.6", "9.0;bogus", "9.0 8.6", "8.6a", "9.0f", "90"])
+def test_cc_is_read_strictly(bad: str, h200: Probe, kb: Knowledge) -> None:
+    # "sm_90;8.6" became 8.6 and "9.0;bogus" 9.0, silently
+    with pytest.raises(UsageError):
+        make_config(CMAKE, h200, kb, BuildOptions(targets=(bad,)))
+
+
+def test_an_exported_entry_that_cannot_exist_is_an_error(h200: Probe, kb: Knowledge) -> None:
+    # an exported 8.6a went to the build as 86a-real, which no nvcc has, without a word
+    named = (("TORCH_CUDA_ARCH_LIST", "8.6a;9.0f;12.0"),)
+    c = make_config(CMAKE, no_gpu(h200), kb, BuildOptions(inherited=named))
+    errors = [f.message for f in c.findings if f.severity == "error"]
+    assert any("8.6a: arch-specific code exists from compute capability 9.0" in m for m in errors)
+    assert any(
+        "9.0f: family-specific code exists from compute capability 10.0" in m for m in errors
+    )
+
+
+def test_family_entry_from_cc_warns_for_cmake(h200: Probe, kb: Knowledge) -> None:
+    # the warning came only for an exported list; --cc 10.0f said nothing
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("10.0f",)))
+    (warning,) = [f for f in c.findings if f.subject == "TORCH_CUDA_ARCH_LIST"]
+    assert "as 100f, a family-specific architecture: CMake 3.25 rejects it" in warning.message
+
+
+@pytest.mark.parametrize(
+    ("version", "entry", "needs"),
+    [("11.8", "9.0a", "12.0"), ("12.8", "10.0f", "12.9")],
+)
+def test_toolkit_too_old_for_the_suffix(
+    version: str, entry: str, needs: str, h200: Probe, kb: Knowledge
+) -> None:
+    # sm_90 passed for 9.0a although nvcc 11.8 has no compute_90a (nor 12.8 compute_100f:
+    # ptxas of nvidia-cuda-nvcc-cu12 12.8.93, read here)
+    probe = with_toolkit(h200, version)
+    c = make_config(CMAKE, probe, kb, BuildOptions(targets=(entry,)))
+    found = preflight(c, read_tree(CMAKE, c), probe, kb)
+    (too_old,) = [f for f in found if f.category == "toolkit-too-old-for-arch"]
+    assert f"needs CUDA {needs} or newer" in too_old.message
+
+
+def test_toolkit_choice_counts_the_suffix(h200: Probe, kb: Knowledge) -> None:
+    # with 12.8 and 12.9 installed, --cc 10.0f picked 12.8 ("can target sm_100")
+    tks = (with_toolkit(h200, "12.8").cuda_toolkits[0], with_toolkit(h200, "12.9").cuda_toolkits[0])
+    probe = dataclasses.replace(h200, cuda_toolkits=tks)
+    c = make_config(CMAKE, probe, kb, BuildOptions(targets=("10.0f",)))
+    assert c.cuda_home == "/usr/local/cuda-12.9"
+
+
+def test_stale_cache_tells_9_0_from_9_0a() -> None:
+    # an extension's build.ninja for 9.0 read as the same as a request for 9.0a
+    line = (
+        "cuda_post_cflags = -gencode=arch=compute_90a,code=sm_90a "
+        "-gencode=arch=compute_90,code=sm_90"
+    )
+    assert parse_build_ninja(line)["TORCH_CUDA_ARCH_LIST"] == "9.0;9.0a"
+
+
+@pytest.mark.skipif(REAL_TORCH is None, reason="needs $TORCHSMITH_TEST_TORCH_VENV")
+def test_the_target_torchs_own_list_decides(h200: Probe, kb: Knowledge) -> None:
+    # torch 2.13's cpp_extension stops on 10.0f ("Unknown CUDA arch"); it lists 9.0a
+    assert REAL_TORCH is not None
+    accepted = cpp_extension_arches(str(REAL_TORCH))
+    assert accepted is not None
+    assert "9.0a" in accepted
+    assert "10.0f" not in accepted
+    for entry, refused in (("10.0f", True), ("10.0a", False)):
+        c = make_config(SCATTER, h200, kb, BuildOptions(targets=(entry,)))
+        found = preflight(c, read_tree(SCATTER, c, str(REAL_TORCH)), h200, kb)
+        unknown = [f for f in found if "does not accept" in f.message]
+        assert bool(unknown) is refused
+        if refused:
+            assert "use 10.0 or 10.0a instead" in (unknown[0].fix or "")
