@@ -220,11 +220,21 @@ def test_an_empty_venv_folder_given_stays_when_the_install_fails(
     empty_index = tmp_path / "index"
     empty_index.mkdir()
     argv = ["install", *TORCH, "--index-url", empty_index.as_uri(), "--no-verify"]
+    inode = folder.stat().st_ino
     code = main([*argv, "--venv", str(folder)])
     assert code != 0
     capsys.readouterr()
     assert folder.is_dir()
     assert list(folder.iterdir()) == []
+    # audit: the folder given was removed and made again: a shell inside it was left in a
+    # deleted folder
+    assert folder.stat().st_ino == inode
+    # audit: new/../env made ./env, then failed on the path as written and left that venv
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--venv", "new/../made"]) != 0
+    capsys.readouterr()
+    assert not (tmp_path / "made").exists()
+    assert not (tmp_path / "new").exists()
     # the parent folders made for a new venv stayed behind; a parent that was there stays
     (tmp_path / "kept").mkdir()
     assert main([*argv, "--venv", str(tmp_path / "kept" / "new" / "deeper" / "env")]) != 0

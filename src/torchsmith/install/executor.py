@@ -234,10 +234,15 @@ def _restore(
     """Put the environment back as the snapshot has it; a venv this install created goes, with
     the parent folders made for it while they are empty (an empty folder given stays empty)."""
     if created is not None:
-        shutil.rmtree(created, ignore_errors=True)
-        if top is None:
-            created.mkdir(exist_ok=True)
+        if top is None:  # given empty: emptied again, the folder itself kept (a shell may be in it)
+            for child in created.iterdir() if created.is_dir() else ():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+            note = f"emptied {created}, which was given empty, of what this install had put there"
         else:
+            shutil.rmtree(created, ignore_errors=True)
             for parent in created.parents:
                 if not parent.is_relative_to(top):
                     break
@@ -245,9 +250,17 @@ def _restore(
                     parent.rmdir()  # only an empty one: never what else came to live there
                 except OSError:
                     break
+            gone = [p for p in (created, *created.parents) if p.is_relative_to(top)]
+            left = [p for p in gone if p.exists()]
+            note = (
+                f"removed {created}, which this install had created (left {left[-1]}, which is "
+                "not empty)"
+                if left
+                else f"removed {top}, which this install had created"
+            )
         result.status = status  # type: ignore[assignment]
         result.before, result.after, result.changed = {}, {}, {}  # it did not exist before
-        result.notes.append(f"removed {top or created}, which this install had created")
+        result.notes.append(note)
         return
     if result.snapshot is None:
         return
