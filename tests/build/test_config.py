@@ -351,6 +351,8 @@ def test_arch_specific_cc_and_exported_entry_for_a_gpu_here(h200: Probe, kb: Kno
     assert "9.0a is arch- or family-specific" in reason(c, "TORCH_CUDA_ARCH_LIST")
     portable = make_config(CMAKE, h200, kb, BuildOptions(targets=("9.0a",), profile="portable"))
     assert portable.arch_list == ("9.0a", "9.0+PTX")  # compute_90a's PTX runs on 9.0 only
+    # CMake gets 9.0's PTX alone: the GPU's SASS is sm_90a's (audit: 90 compiled sm_90 as well)
+    assert "-DCMAKE_CUDA_ARCHITECTURES=90a-real;90-virtual" in portable.cmake_args
     exported = (("TORCH_CUDA_ARCH_LIST", "9.0a;12.0"),)
     here = make_config(SCATTER, h200, kb, BuildOptions(inherited=exported))
     assert here.arch_list == ("9.0a",)  # the H200 decides; its exported 9.0a is kept

@@ -40,6 +40,10 @@ def test_check_archs_names_what_is_missing() -> None:
         ("arch-not-compiled", "error", "sm_120")
     ]
     assert check_archs(("9.0",), ("sm_90",), (), has_outputs=True) == ()
+    # a portable 9.0a build: CMake's 90-virtual leaves no sm_90, and sm_90a serves the GPU
+    assert check_archs(("9.0a", "9.0+PTX"), ("sm_90a",), ("compute_90",), has_outputs=True) == ()
+    (missing,) = check_archs(("9.0+PTX",), ("sm_80",), (), has_outputs=True)[:1]
+    assert "no SASS for sm_90" in missing.message
     extra = check_archs(("9.0",), ("sm_80", "sm_90"), (), has_outputs=True)
     assert [f.severity for f in extra] == ["info"]
 

@@ -131,10 +131,16 @@ def make_config(
     _ninja(project, probe, acc)
     sets = _validated_sets(project, options, known_options)
     _project_switches(project, options=options, sets=sets, toolkit=toolkit, acc=acc)
+    # a portable build whose newest GPU is asked for as 9.0a only needs 9.0's PTX, not its SASS:
+    # CMake can say so (90-virtual); TORCH_CUDA_ARCH_LIST cannot (9.0+PTX builds both)
+    ptx_only = bool(
+        options.profile == "portable" and targets.entries and targets.ccs[-1] not in targets.entries
+    )
     cmake_args = _cmake_args(
         project,
         options=options,
         arch_list=arch_list,
+        ptx_only=ptx_only,
         launcher=launcher,
         host=host,
         windows=windows,
@@ -700,6 +706,7 @@ def _cmake_args(
     *,
     options: BuildOptions,
     arch_list: tuple[str, ...],
+    ptx_only: bool = False,
     launcher: str | None,
     host: ToolInfo | None,
     windows: bool,
@@ -708,9 +715,12 @@ def _cmake_args(
     if project.kind != "cmake":
         return ()
     archs = []
-    for entry in arch_list:
+    for i, entry in enumerate(arch_list):
         digits = entry.replace("+PTX", "").replace(".", "")
-        archs.append(digits if entry.endswith("+PTX") else f"{digits}-real")
+        if not entry.endswith("+PTX"):
+            archs.append(f"{digits}-real")
+        else:
+            archs.append(f"{digits}-virtual" if ptx_only and i == len(arch_list) - 1 else digits)
     args = [
         "-G",
         "Ninja",
