@@ -425,3 +425,24 @@ def test_a_cuda_build_reviewed_against_an_amd_gpu_says_it_cannot_use_it(
         if item["line"] is None
     ]
     assert any("a CUDA build cannot use it" in m for m in messages)
+
+
+def test_arch_specific_entries_that_cannot_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # review said "no problems found" for 8.6a (no nvcc has compute_86a) and for 10.0f with
+    # CUDA 12.8 (the ptxas of nvidia-cuda-nvcc-cu12 12.8.93 has no sm_100f; 12.9.86 has)
+    script = tmp_path / "build.sh"
+    script.write_text(
+        "#!/bin/bash\nexport CUDA_HOME=/usr/local/cuda-12.8\n"
+        'export TORCH_CUDA_ARCH_LIST="9.0a;10.0f;8.6a"\npython setup.py install\n'
+    )
+    code, data = _review(capsys, str(script), "--gpu", "B200")
+    assert code != 0
+    found = [i["finding"] for s in data["data"]["sections"] for i in s["findings"]]
+    messages = [f["message"] for f in found]
+    assert any("sm_86a cannot be built: arch-specific code exists from" in m for m in messages)
+    (too_old,) = [f for f in found if "cannot compile" in f["message"]]
+    assert "sm_100f" in too_old["message"]
+    assert "sm_90a" not in too_old["message"]  # 12.8 has sm_90a (12.0 added it)
+    assert "CUDA 12.9 or newer" in too_old["fix"]

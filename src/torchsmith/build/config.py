@@ -23,13 +23,12 @@ from torchsmith.build.targets import (
     Targets,
     inherited_arch_list,
     resolve_targets,
-    specific_entry_problem,
     unread_arch_entries,
 )
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import entry_cc, parse_cc
+from torchsmith.knowledge.compat import entry_cc, parse_cc, specific_entry_problem
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from torchsmith.build.options import BuildOptions
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import entry_cc, parse_cc
+from torchsmith.knowledge.compat import entry_cc, parse_cc, specific_entry_problem
 from torchsmith.probe.model import Finding, Probe
 
 
@@ -106,20 +106,6 @@ def _check_specific(given: str, entry: str, kb: Knowledge) -> None:
         raise UsageError(
             f"--cc {given!r}: {problem}", tip=f"write it as X.Y: --cc {entry_cc(entry)}"
         )
-
-
-def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
-    """Why an arch-list entry's a/f suffix cannot exist for its compute capability, if so."""
-    base = entry.removesuffix("+PTX")
-    suffix = base[-1:] if base[-1:] in ("a", "f") else ""
-    known = kb.arch_suffix(suffix) if suffix else None
-    if known is None or parse_cc(entry_cc(base)) >= parse_cc(known.first_cc):
-        return None
-    kind = "arch" if suffix == "a" else "family"
-    return (
-        f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
-        f"has compute_{entry_cc(base).replace('.', '')}{suffix})"
-    )
 
 
 def inherited_ccs(value: str) -> list[str]:

@@ -156,9 +156,22 @@ class Knowledge:
         return next((t for t in self.toolkits if t.version == key), None)
 
     def toolkits_for(self, sms: Iterable[str]) -> tuple[CudaToolkit, ...]:
-        """The known toolkits whose nvcc compiles for every one of these sm_XY, oldest first."""
+        """The known toolkits whose nvcc compiles for every one of these sm_XY (sm_90a and
+        sm_100f included), oldest first."""
         wanted = set(sms)
-        return tuple(t for t in self.toolkits if wanted <= set(t.sm_targets))
+        return tuple(t for t in self.toolkits if all(self.emits(t, sm) for sm in wanted))
+
+    def emits(self, toolkit: CudaToolkit, sm: str) -> bool:
+        """Whether the toolkit's nvcc compiles for sm_XY, or for sm_XYa / sm_XYf: those need its
+        sm_XY, a compute capability the suffix exists for, and a CUDA new enough for it."""
+        if sm in toolkit.sm_targets:
+            return True
+        m = re.fullmatch(r"sm_(\d+)(\d)([af])", sm)
+        known = self.arch_suffix(m.group(3)) if m else None
+        if m is None or known is None or f"sm_{m[1]}{m[2]}" not in toolkit.sm_targets:
+            return False
+        first = _vkey(known.first_cc)
+        return (int(m[1]), int(m[2])) >= first and _vkey(toolkit.version) >= _vkey(known.min_cuda)
 
     def arch_introduced(self, sm: str) -> tuple[CudaToolkit, CudaToolkit] | None:
         """(before, first): the toolkit release just before the first one that targets sm_XY.

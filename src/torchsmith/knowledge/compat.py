@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchsmith.knowledge.base import Knowledge
 
 _ARCH = re.compile(r"^(?:sm|compute)_(\d+?)(\d)([af]?)$")
 
@@ -108,3 +112,17 @@ def torch_cuda_arch_list(ccs: list[str], ptx: bool = False) -> str:
     if ptx and uniq:
         uniq[-1] += "+PTX"
     return ";".join(uniq)
+
+
+def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
+    """Why an arch-list entry's a/f suffix cannot exist for its compute capability, if so."""
+    base = entry.removesuffix("+PTX")
+    suffix = base[-1:] if base[-1:] in ("a", "f") else ""
+    known = kb.arch_suffix(suffix) if suffix else None
+    if known is None or parse_cc(entry_cc(base)) >= parse_cc(known.first_cc):
+        return None
+    kind = "arch" if suffix == "a" else "family"
+    return (
+        f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
+        f"has compute_{entry_cc(base).replace('.', '')}{suffix})"
+    )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import load_build_facts
-from torchsmith.knowledge.compat import arch_list_tokens
+from torchsmith.knowledge.compat import arch_list_tokens, specific_entry_problem
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
 from torchsmith.review.extract import ExtractedConfig, Setting
@@ -184,6 +184,18 @@ def check_archs(
                 )
             continue
         sass, ptx = parsed
+        for name in dict.fromkeys(sass):
+            problem = specific_entry_problem(_entry_of(name), kb)
+            if problem:
+                yield _at(
+                    setting.line,
+                    config,
+                    setting.key,
+                    "unknown-build-option",
+                    "error",
+                    f"{setting.key}={setting.value}: {name} cannot be built: {problem}",
+                    f"name {name.rstrip('af')} instead",
+                )
         for gpu in gpus:
             assert gpu.compute_capability is not None
             verdict = runs_on(sass, ptx, gpu.compute_capability)
@@ -210,6 +222,14 @@ def check_archs(
                     "PTX compiled at run time (slow first run, slower kernels)",
                     _arch_fix(setting.key, gpus),
                 )
+
+
+def _entry_of(sm: str) -> str:
+    """sm_90a -> 9.0a (the TORCH_CUDA_ARCH_LIST spelling)."""
+    digits = sm.removeprefix("sm_")
+    suffix = digits[-1] if digits[-1:] in ("a", "f") else ""
+    digits = digits.removesuffix(suffix) if suffix else digits
+    return f"{digits[:-1]}.{digits[-1]}{suffix}"
 
 
 def _arch_fix(key: str, gpus: list[GpuTarget]) -> str:
@@ -256,7 +276,11 @@ def check_toolkit(
     arch = config.get(*ARCH_KEYS)
     parsed = parse_arch_list(arch.value) if arch else None
     if toolkit is not None and arch is not None and parsed is not None:
-        unknown = [a for a in parsed[0] if a.rstrip("af") not in toolkit.sm_targets]
+        unknown = [  # an entry that cannot exist at all (8.6a) has its own finding
+            a
+            for a in parsed[0]
+            if not kb.emits(toolkit, a) and not specific_entry_problem(_entry_of(a), kb)
+        ]
         if unknown:
             yield _at(
                 arch.line,
@@ -268,7 +292,7 @@ def check_toolkit(
                 f"asked for by {arch.key}: nvcc stops with 'Unsupported gpu architecture'",
                 (
                     f"use a toolkit that can compile them: {_able(kb, unknown, version)}; "
-                    if kb.toolkits_for(a.rstrip("af") for a in unknown)
+                    if kb.toolkits_for(unknown)
                     else ""
                 )
                 + f"or drop them from {arch.key}",
@@ -276,7 +300,7 @@ def check_toolkit(
 
 
 def _able(kb: Knowledge, archs: list[str], version: str) -> str:
-    return kb.toolkits_for_text([a.rstrip("af") for a in archs], version)
+    return kb.toolkits_for_text(archs, version)
 
 
 def _toolkit_vs_gpus(
