@@ -58,6 +58,16 @@ def test_cc_is_read_strictly(bad: str, h200: Probe, kb: Knowledge) -> None:
         make_config(CMAKE, h200, kb, BuildOptions(targets=(bad,)))
 
 
+def test_cc_digits_are_ascii_and_gpu_beside_its_specific_cc(h200: Probe, kb: Knowledge) -> None:
+    # re-audit: --cc with full-width digits became TORCH_CUDA_ARCH_LIST=9.\uff10; and
+    # --cc 9.0a --gpu H100 built 9.0 and 9.0a, though sm_90a already runs on the H100
+    with pytest.raises(UsageError):
+        make_config(CMAKE, h200, kb, BuildOptions(targets=("\uff19.\uff10",)))
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("9.0a", "9.0a"), gpus=("H100",)))
+    assert c.arch_list == ("9.0a",)
+    assert c.gpus == ("--cc 9.0a, NVIDIA H100 (9.0)",)
+
+
 def test_an_exported_entry_that_cannot_exist_is_an_error(h200: Probe, kb: Knowledge) -> None:
     # an exported 8.6a went to the build as 86a-real, which no nvcc has, without a word
     named = (("TORCH_CUDA_ARCH_LIST", "8.6a;9.0f;12.0"),)
@@ -107,6 +117,23 @@ def test_stale_cache_tells_9_0_from_9_0a() -> None:
         "-gencode=arch=compute_90,code=sm_90"
     )
     assert parse_build_ninja(line)["TORCH_CUDA_ARCH_LIST"] == "9.0;9.0a"
+
+
+@pytest.mark.skipif(REAL_TORCH is None, reason="needs $TORCHSMITH_TEST_TORCH_VENV")
+def test_own_gencode_flags_are_not_checked_against_torchs_list(
+    tmp_path: Path, h200: Probe, kb: Knowledge
+) -> None:
+    # re-audit: torch reads no TORCH_CUDA_ARCH_LIST when the setup passes -gencode itself
+    # (causal-conv1d), yet the check of torch's list stopped the build
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        'cc_flag = ["-gencode", "arch=compute_100f,code=sm_100f"]\n'
+    )
+    project = detect_project(tmp_path)
+    assert project.fixed_archs
+    c = make_config(project, h200, kb, BuildOptions(targets=("10.0f",)))
+    found = preflight(c, read_tree(project, c, str(REAL_TORCH)), h200, kb)
+    assert not [f for f in found if "does not accept" in f.message]
 
 
 @pytest.mark.skipif(REAL_TORCH is None, reason="needs $TORCHSMITH_TEST_TORCH_VENV")

@@ -14,8 +14,9 @@ import pytest
 from tests.install.conftest import PYTHON311, tree_hash
 from torchsmith.cli import main
 from torchsmith.errors import UsageError
-from torchsmith.install import executor
+from torchsmith.install import executor, steps
 from torchsmith.install.envstate import package_set, read_dists
+from torchsmith.install.model import InstallStep
 from torchsmith.ledger import Ledger
 
 pytestmark = pytest.mark.integration
@@ -244,3 +245,25 @@ def test_an_empty_venv_folder_given_stays_when_the_install_fails(
     # "restore incomplete" was said and the snapshot left behind
     snapshots = Path(os.environ["TORCHSMITH_SNAPSHOTS"])
     assert not snapshots.exists() or list(snapshots.iterdir()) == []
+
+
+def test_a_venv_step_that_fails_half_way_leaves_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # re-audit: python -m venv failing in ensurepip left a half-made venv, unrecorded, which
+    # the next run took for an existing one. A real process that makes the folder and fails:
+    made = (
+        "import os, sys; os.makedirs(sys.argv[1] + '/bin'); "
+        "open(sys.argv[1] + '/pyvenv.cfg', 'w'); sys.exit(1)"
+    )
+
+    def half_made(venv: Path) -> InstallStep:
+        return InstallStep("create venv", (sys.executable, "-c", made, str(venv)))
+
+    monkeypatch.setattr(steps, "venv_step", half_made)
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    target = tmp_path / "new" / "env"
+    code = main(["install", *TORCH, "--venv", str(target), "--no-verify"])
+    assert code != 0
+    capsys.readouterr()
+    assert not (tmp_path / "new").exists()

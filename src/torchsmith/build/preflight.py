@@ -196,9 +196,15 @@ def _extension_arches(config: BuildConfig, tree: TreeFacts, probe: Probe) -> lis
     """Entries the target torch's cpp_extension does not list: it stops the build with "Unknown
     CUDA arch" (torch 2.13 lists 9.0a but no 10.0f; older ones lack newer GPUs)."""
     accepted = tree.extension_arches
-    if not accepted:
+    # torch reads no TORCH_CUDA_ARCH_LIST for a project that passes its own -gencode flags, and
+    # a CPU or ROCm torch builds no CUDA code (its own finding says so)
+    cuda_torch = probe.torch is not None and probe.torch.cuda is not None
+    if not accepted or config.project.fixed_archs or not cuda_torch:
         return []
-    unknown = [e for e in config.arch_list if e.removesuffix("+PTX") not in accepted]
+    written = arch_list_tokens(config.env.get("TORCH_CUDA_ARCH_LIST", ""))  # as torch reads it
+    unknown = [
+        e for e in written if e[:1].isdigit() and e.removesuffix("+PTX") not in accepted
+    ]  # names (Ampere) are torch's own
     if not unknown:
         return []
     torch = f"torch {probe.torch.version}" if probe.torch else "the target torch"

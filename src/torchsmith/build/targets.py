@@ -23,7 +23,7 @@ class Targets:
     entries: tuple[str, ...] = ()
 
 
-_CC = re.compile(r"(\d{1,2})\.(\d)([af]?)")
+_CC = re.compile(r"([0-9]{1,2})\.([0-9])([af]?)")
 
 
 def resolve_targets(
@@ -49,7 +49,7 @@ def resolve_targets(
             _check_specific(cc, entry, kb)
         if entry not in entries:
             entries.append(entry)
-        ccs[norm] = f"{ccs[norm]}, {entry}" if norm in ccs else f"--cc {entry}"
+            ccs[norm] = f"{ccs[norm]}, {entry}" if norm in ccs else f"--cc {entry}"
     for name in options.gpus:
         model = kb.find_gpu(name)
         if model is None and (kb.find_amd_gpu(name) or kb.find_intel_gpu(name)):
@@ -65,9 +65,13 @@ def resolve_targets(
                 tip=(f"did you mean: {', '.join(near)}? " if near else "")
                 + "or give its compute capability with --cc X.Y",
             )
-        ccs.setdefault(model.compute_capability, f"{model.name} ({model.compute_capability})")
-        if model.compute_capability not in entries:
-            entries.append(model.compute_capability)
+        cc = model.compute_capability
+        label = f"{model.name} ({cc})"
+        if cc in ccs:  # --cc 9.0a --gpu H100: the 9.0a serves it, no plain 9.0 besides
+            ccs[cc] = ccs[cc] if label in ccs[cc] else f"{ccs[cc]}, {label}"
+        else:
+            ccs[cc] = label
+            entries.append(cc)
     if ccs:
         return _targets(ccs, "--cc/--gpu", entries)
     if fleet:

@@ -131,13 +131,13 @@ def run_install(
     on_step("checking the package index")
     indexes.require_reachable(forced)
     created, top = _create_venv(result, options, on_step)
-    info, _ = probe_python_and_torch(result.python)
-    if info.error or not info.site_packages:
-        raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
-    sites = info.site_packages
+    try:
+        sites, snap = _record_environment(result, on_step)
+    except BaseException:  # nothing recorded yet: a venv made for this install must not stay
+        if created is not None:
+            _remove_created(created, top)
+        raise
     ledger = ledger or Ledger()
-    on_step("recording the environment")
-    snap = snapshot.take(sites)
     result.snapshot, result.before = snap.path, snap.packages
     attempt = ledger.start(
         "install", config=_config(options, rec), command=argv, tree=result.python,
@@ -185,6 +185,17 @@ def run_install(
     return result
 
 
+def _record_environment(
+    result: InstallResult, on_step: OnStep
+) -> tuple[tuple[str, ...], snapshot.Snapshot]:
+    """The target's site-packages, and a snapshot of them to put back."""
+    info, _ = probe_python_and_torch(result.python)
+    if info.error or not info.site_packages:
+        raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
+    on_step("recording the environment")
+    return info.site_packages, snapshot.take(info.site_packages)
+
+
 def _create_venv(
     result: InstallResult, options: InstallOptions, on_step: OnStep
 ) -> tuple[Path | None, Path | None]:
@@ -197,8 +208,12 @@ def _create_venv(
         created = Path(options.venv or "").absolute()
         missing = [p for p in (created, *created.parents) if not p.exists()]
         top = missing[-1] if missing else None
-        cmd.run(step.argv, timeout=300, check=True)
-        result.notes.append(f"created {options.venv}")
+        try:
+            cmd.run(step.argv, timeout=300, check=True)
+        except BaseException:  # a half-made venv would pass for an existing one next time
+            _remove_created(created, top)
+            raise
+        result.notes.append(f"created {options.venv}" if top else f"made {options.venv} a venv")
     return created, top
 
 
@@ -228,36 +243,44 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
 
 
+def _remove_created(created: Path, top: Path | None) -> str:
+    """Take away a venv this install made (with the empty parents made for it), or empty the
+    empty folder it was given; returns what was done, as a note."""
+    if top is None:  # given empty: emptied again, the folder itself kept (a shell may be in it)
+        for child in created.iterdir() if created.is_dir() else ():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        note = f"emptied {created}, which was given empty, of what this install had put there"
+    else:
+        shutil.rmtree(created, ignore_errors=True)
+        for parent in created.parents:
+            if not parent.is_relative_to(top):
+                break
+            try:
+                parent.rmdir()  # only an empty one: never what else came to live there
+            except OSError:
+                break
+        left = [p for p in created.parents if p.is_relative_to(top) and p.exists()]
+        if created.exists():
+            note = f"could not remove all of {created}, which this install had created"
+        elif left:
+            note = (
+                f"removed {created}, which this install had created ({left[-1]} stays: not empty)"
+            )
+        else:
+            note = f"removed {top}, which this install had created"
+    return note
+
+
 def _restore(
     result: InstallResult, status: str, created: Path | None = None, top: Path | None = None
 ) -> None:
     """Put the environment back as the snapshot has it; a venv this install created goes, with
     the parent folders made for it while they are empty (an empty folder given stays empty)."""
     if created is not None:
-        if top is None:  # given empty: emptied again, the folder itself kept (a shell may be in it)
-            for child in created.iterdir() if created.is_dir() else ():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child, ignore_errors=True)
-                else:
-                    child.unlink(missing_ok=True)
-            note = f"emptied {created}, which was given empty, of what this install had put there"
-        else:
-            shutil.rmtree(created, ignore_errors=True)
-            for parent in created.parents:
-                if not parent.is_relative_to(top):
-                    break
-                try:
-                    parent.rmdir()  # only an empty one: never what else came to live there
-                except OSError:
-                    break
-            gone = [p for p in (created, *created.parents) if p.is_relative_to(top)]
-            left = [p for p in gone if p.exists()]
-            note = (
-                f"removed {created}, which this install had created (left {left[-1]}, which is "
-                "not empty)"
-                if left
-                else f"removed {top}, which this install had created"
-            )
+        note = _remove_created(created, top)
         result.status = status  # type: ignore[assignment]
         result.before, result.after, result.changed = {}, {}, {}  # it did not exist before
         result.notes.append(note)
