@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from torchsmith.explain import explain_text
 from torchsmith.explain.engine import Explainer
 
@@ -181,3 +183,33 @@ def test_an_install_that_finished_after_resolver_errors_is_healthy() -> None:
     assert explain_text(log).healthy
     crashed = log + "Traceback (most recent call last):\nRuntimeError: boom\n"
     assert not explain_text(crashed).healthy
+
+
+# Written by a reviewer in the exact formats of the real messages (nearby/README.md): the rule that
+# must lead each, or None where none of round 27's rules may.
+NEARBY = Path(__file__).parent / "nearby"
+NOT_THE_NEW_RULES = {
+    "rtx5090-triton.log": "arch.capability-not-compatible",
+    "extra-index-py.log": "install.no-torch-for-python",
+    "head-whl.log": None,
+    "libcxx.log": "abi.undefined-symbol",
+    "hash-spec.log": "abi.undefined-symbol",
+    "which-ffmpeg.log": None,
+    "which-smi.log": None,
+}
+NEW_RULES = (
+    "toolkit.ptxas-unknown-arch",
+    "install.index-page-not-an-index",
+    "libs.libstdcxx-symbol-missing",
+    "deps.build-tool-not-found",
+)
+
+
+def test_round_27_rules_stay_out_of_nearby_logs() -> None:
+    for name, lead in NOT_THE_NEW_RULES.items():
+        diagnoses = explain_text((NEARBY / name).read_text()).diagnoses
+        top = diagnoses[0].rule if diagnoses else None
+        if lead is not None:
+            assert top == lead, name
+        else:
+            assert top not in NEW_RULES, name
