@@ -133,7 +133,41 @@ def test_own_gencode_flags_are_not_checked_against_torchs_list(
     assert project.fixed_archs
     c = make_config(project, h200, kb, BuildOptions(targets=("10.0f",)))
     found = preflight(c, read_tree(project, c, str(REAL_TORCH)), h200, kb)
-    assert not [f for f in found if "does not accept" in f.message]
+    assert [f.severity for f in found if "does not accept" in f.message] == ["warning"]
+    # review: xformers-style setups build -gencode from the list with f-strings; no literal
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "nvcc = [f'-gencode=arch=compute_{a},code=sm_{a}' for a in archs]\n"
+    )
+    project = detect_project(tmp_path)
+    assert not project.fixed_archs
+    assert project.own_arch_flags
+    c = make_config(project, h200, kb, BuildOptions(targets=("10.0f",)))
+    found = preflight(c, read_tree(project, c, str(REAL_TORCH)), h200, kb)
+    assert [f.severity for f in found if "does not accept" in f.message] == ["warning"]
+
+
+@pytest.mark.skipif(REAL_TORCH is None, reason="needs $TORCHSMITH_TEST_TORCH_VENV")
+@pytest.mark.parametrize(
+    ("value", "shown", "fix"),
+    [
+        ("8.6;9.0;", "''", "X.Y entries"),
+        ("8.6,9.0", "'8.6,9.0'", "separated by ';'"),
+        ("09.0", "'09.0'", "use 9.0 or"),
+    ],
+)
+def test_the_list_is_read_as_torch_reads_it(
+    value: str, shown: str, fix: str, h200: Probe, kb: Knowledge
+) -> None:
+    # review: torch splits at spaces and ';' only and keeps empty entries: "8.6;9.0;" and
+    # "8.6,9.0" stop it with "Unknown CUDA arch", and torchsmith said nothing
+    exported = (("TORCH_CUDA_ARCH_LIST", value),)
+    c = make_config(SCATTER, no_gpu(h200), kb, BuildOptions(inherited=exported))
+    found = preflight(c, read_tree(SCATTER, c, str(REAL_TORCH)), h200, kb)
+    (refused,) = [f for f in found if "does not accept" in f.message]
+    assert refused.severity == "error"
+    assert shown in refused.message
+    assert fix in (refused.fix or "")
 
 
 @pytest.mark.skipif(REAL_TORCH is None, reason="needs $TORCHSMITH_TEST_TORCH_VENV")
@@ -151,3 +185,21 @@ def test_the_target_torchs_own_list_decides(h200: Probe, kb: Knowledge) -> None:
         assert bool(unknown) is refused
         if refused:
             assert "use 10.0 or 10.0a instead" in (unknown[0].fix or "")
+
+
+def test_a_family_entry_serves_the_later_minors_of_its_family(h200: Probe, kb: Knowledge) -> None:
+    # review: --cc 10.0f --gpu B300 compiled a plain 10.3 beside 10.0f, which runs on 10.3
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("10.0f",), gpus=("B300",)))
+    assert c.arch_list == ("10.0f",)
+    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("10.0a",), gpus=("B300",)))
+    assert c.arch_list == ("10.0a", "10.3")  # sm_100a runs on 10.0 only
+
+
+def test_the_hint_for_a_family_entry_counts_its_own_minimum(h200: Probe, kb: Knowledge) -> None:
+    # review: CUDA 12.6 with --cc 10.0f said "install CUDA 12.8", which has no sm_100f either
+    probe = with_toolkit(h200, "12.6")
+    c = make_config(CMAKE, probe, kb, BuildOptions(targets=("10.0f",)))
+    found = preflight(c, read_tree(CMAKE, c), probe, kb)
+    (too_old,) = [f for f in found if f.category == "toolkit-too-old-for-arch"]
+    assert "sm_100f" in too_old.message
+    assert "CUDA 12.9 or newer" in (too_old.fix or "")

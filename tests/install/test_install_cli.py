@@ -267,3 +267,24 @@ def test_a_venv_step_that_fails_half_way_leaves_nothing(
     assert code != 0
     capsys.readouterr()
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.integration
+def test_a_new_venv_goes_when_the_ledger_cannot_record_the_install(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # review: the venv was made, then the ledger could not be opened; the venv stayed and the
+    # next run took it for an existing one
+    (tmp_path / "notadir").write_text("")
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "notadir" / "ledger.db"))
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    index = tmp_path / "index"
+    index.mkdir()
+    target = tmp_path / "new" / "env"
+    argv = ["install", *TORCH, "--index-url", index.as_uri(), "--no-verify"]
+    assert main([*argv, "--venv", str(target)]) != 0
+    assert "ledger" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    snapshots = tmp_path / "snapshots"
+    assert not snapshots.exists() or not any(snapshots.rglob("*.json"))

@@ -320,7 +320,7 @@ def _vkey(version: str | None) -> tuple[int, ...]:
 
 
 def _pick_toolkit(
-    probe: Probe, kb: Knowledge, ccs: tuple[str, ...], project: Project, acc: _Acc
+    probe: Probe, kb: Knowledge, entries: tuple[str, ...], project: Project, acc: _Acc
 ) -> CudaToolkitInfo | None:
     """The toolkit for these arch entries ("9.0", "9.0a"): one that emits all of them first."""
     usable = [t for t in probe.cuda_toolkits if t.version]
@@ -339,7 +339,7 @@ def _pick_toolkit(
     torch_cuda = probe.torch.cuda if probe.torch and project.kind in EXTENSION_KINDS else None
 
     def score(t: CudaToolkitInfo) -> tuple[int | tuple[int, ...], ...]:
-        targets_all = all(can_target(t, kb, cc) for cc in ccs)
+        targets_all = all(can_target(t, kb, e) for e in entries)
         same_major = torch_cuda is None or _vkey(t.version)[:1] == _vkey(torch_cuda)[:1]
         same_minor = torch_cuda is not None and _vkey(t.version)[:2] == _vkey(torch_cuda)[:2]
         # A root without nvcc or without include/cuda_runtime.h (a PATH wrapper such as
@@ -358,9 +358,9 @@ def _pick_toolkit(
     ok_arch, _complete, ok_major = score(best)[:3]
     parts_error = f"; note: {best.error}" if best.nvcc is None and best.error else ""
     parts = [f"CUDA {best.version} at {best.root}"]
-    if ccs:
+    if entries:
         parts.append(
-            "can target " + ", ".join(f"sm_{cc.replace('.', '')}" for cc in ccs)
+            "can target " + ", ".join(f"sm_{e.replace('.', '')}" for e in entries)
             if ok_arch
             else "is the best found, though it cannot target every requested arch"
         )

@@ -103,6 +103,7 @@ def detect_project(path: Path) -> Project:
             build_dir=str(root / "build"),
             notes=tuple(notes),
             fixed_archs=fixed,
+            own_arch_flags=bool(fixed) or bool(_ARCH_FLAGS.search(python_text)),
         )
     if cmake and _CMAKE_CUDA.search(_strip_cmake_comments(cmake)):
         m = re.search(r"project\s*\(\s*([A-Za-z0-9_\-]+)", cmake, re.IGNORECASE)
@@ -123,6 +124,9 @@ def detect_project(path: Path) -> Project:
 
 
 _GENCODE = re.compile(r"arch=compute_(\d{2,3}[af]?),code=\[?sm_(\d{2,3}[af]?)")
+
+
+_ARCH_FLAGS = re.compile(r"-gencode|--generate-code|arch=compute_|[\"']-arch[=\"']")
 
 
 def fixed_gencode_archs(text: str) -> tuple[str, ...]:

@@ -36,6 +36,9 @@ class Project:
     # SASS archs the project's own build script adds with -gencode whatever TORCH_CUDA_ARCH_LIST
     # says (causal-conv1d, flash-attention): ("sm_75", "sm_80", ...).
     fixed_archs: tuple[str, ...] = ()
+    # the setup writes nvcc arch flags of its own (-gencode, --generate-code, -arch), literal or
+    # built from TORCH_CUDA_ARCH_LIST as xformers does: torch may then not read that list itself
+    own_arch_flags: bool = False
 
 
 @dataclass(frozen=True)

@@ -196,32 +196,43 @@ def _extension_arches(config: BuildConfig, tree: TreeFacts, probe: Probe) -> lis
     """Entries the target torch's cpp_extension does not list: it stops the build with "Unknown
     CUDA arch" (torch 2.13 lists 9.0a but no 10.0f; older ones lack newer GPUs)."""
     accepted = tree.extension_arches
-    # torch reads no TORCH_CUDA_ARCH_LIST for a project that passes its own -gencode flags, and
+    value = config.env.get("TORCH_CUDA_ARCH_LIST")
     # a CPU or ROCm torch builds no CUDA code (its own finding says so)
-    cuda_torch = probe.torch is not None and probe.torch.cuda is not None
-    if not accepted or config.project.fixed_archs or not cuda_torch:
+    if not accepted or value is None or probe.torch is None or probe.torch.cuda is None:
         return []
-    written = arch_list_tokens(config.env.get("TORCH_CUDA_ARCH_LIST", ""))  # as torch reads it
-    unknown = [
-        e for e in written if e[:1].isdigit() and e.removesuffix("+PTX") not in accepted
-    ]  # names (Ampere) are torch's own
+    # torch's own reading (_get_cuda_arch_flags): spaces are ';', then split at ';', names
+    # (Ampere) expanded; an empty entry ("8.6;9.0;") or "8.6,9.0" stops it as well
+    tokens = value.replace(" ", ";").split(";")
+    unknown = [t for t in tokens if not t[:1].isalpha() and t not in accepted]
     if not unknown:
         return []
-    torch = f"torch {probe.torch.version}" if probe.torch else "the target torch"
+    shown = ", ".join(f"'{t}'" for t in unknown)
     first = unknown[0].removesuffix("+PTX")
-    near = [a for a in accepted if entry_cc(a) == entry_cc(first)]
-    return [
-        Finding(
-            "unknown-build-option",
-            "error",
-            f"{torch}'s cpp_extension does not accept TORCH_CUDA_ARCH_LIST entries "
-            f'{", ".join(unknown)}: the build would stop with "Unknown CUDA arch ({first}) or '
-            'GPU not supported"',
-            (f"use {' or '.join(near)} instead" if near else f"it knows up to {accepted[-1]}")
-            + " (its list: torch/utils/cpp_extension.py, supported_arches)",
-            subject="TORCH_CUDA_ARCH_LIST",
-        )
-    ]
+    try:
+        major, minor = parse_cc(entry_cc(first))
+        near = [a for a in accepted if entry_cc(a) == f"{major}.{minor}"]
+    except ValueError:
+        near = []
+    fix = (f"use {' or '.join(near)} instead" if near else "write X.Y entries separated by ';'") + (
+        " (its list: torch/utils/cpp_extension.py, supported_arches)"
+    )
+    torch = f"torch {probe.torch.version}"
+    message = (
+        f"{torch}'s cpp_extension does not accept TORCH_CUDA_ARCH_LIST entries {shown}: the "
+        f'build would stop with "Unknown CUDA arch ({first}) or GPU not supported"'
+    )
+    if config.project.own_arch_flags:  # torch reads no list where the setup passes arch flags
+        return [
+            Finding(
+                "unknown-build-option",
+                "warning",
+                message + ", unless the setup's own nvcc arch flags replace the list, as its "
+                "text suggests",
+                fix,
+                subject="TORCH_CUDA_ARCH_LIST",
+            )
+        ]
+    return [Finding("unknown-build-option", "error", message, fix, subject="TORCH_CUDA_ARCH_LIST")]
 
 
 def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
@@ -246,37 +257,30 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
             cc = entry_cc(entry)
             major, minor = parse_cc(cc)
             plain = f"sm_{major}{minor}"
-            sm = plain + entry[len(cc) :]
-            suffix = kb.arch_suffix(entry[-1]) if sm != plain else None
-            if suffix is not None and plain in sms:
-                out.append(
-                    Finding(
-                        "toolkit-too-old-for-arch",
-                        "error",
-                        f"nvcc {tk.version} at {tk.root} cannot compile for {sm}: "
-                        f"{'arch' if suffix.suffix == 'a' else 'family'}-specific code needs "
-                        f"CUDA {suffix.min_cuda} or newer",
-                        f"install CUDA {suffix.min_cuda} or newer and set CUDA_HOME to it, or "
-                        f"build plain {cc}",
-                        subject=sm,
-                        source=suffix.sources[0] if suffix.sources else None,
-                    )
-                )
-                continue
+            sm = plain + entry[len(cc) :]  # sm_90a for 9.0a
+            suffix = kb.arch_suffix(entry[-1]) if sm != plain and plain in sms else None
+            why = (
+                f"{'arch' if suffix.suffix == 'a' else 'family'}-specific code needs CUDA "
+                f"{suffix.min_cuda} or newer"
+                if suffix is not None
+                else f"it targets {_span(sms)} ({how})"
+            )
             hint = (
-                kb.toolkits_for_text([plain], tk.version)
-                if kb.toolkits_for([plain])
+                kb.toolkits_for_text([sm], tk.version)  # counts the suffix's own minimum
+                if kb.toolkits_for([sm])
                 else "a CUDA toolkit that lists it in nvcc --list-gpu-code"
             )
             out.append(
                 Finding(
                     "toolkit-too-old-for-arch",
                     "error",
-                    f"nvcc {tk.version} at {tk.root} cannot compile for {plain} "
-                    f"(compute capability {cc}); it targets {_span(sms)} ({how})",
+                    f"nvcc {tk.version} at {tk.root} cannot compile for {sm} (compute capability "
+                    f"{cc}); {why}",
                     f"install {hint} and set CUDA_HOME to it, or drop that target",
-                    subject=plain,
-                    source=None if how.startswith("nvcc") else "nvcc_wheels",
+                    subject=sm,
+                    source=suffix.sources[0]
+                    if suffix is not None and suffix.sources
+                    else (None if how.startswith("nvcc") else "nvcc_wheels"),
                 )
             )
     host = next(

@@ -34,7 +34,7 @@ def resolve_targets(
     With none of them and no NVIDIA GPU visible: no targets and a no-gpu-visible finding that
     asks for explicit ones (never a silent build for every arch).
     """
-    ccs: dict[str, str] = {}  # cc -> first label
+    ccs: dict[str, str] = {}  # cc -> what names it: "--cc 9.0a, NVIDIA H100 (9.0)"
     entries: list[str] = []  # 9.0, 9.0a, 12.0: what the arch list holds
     for cc in options.targets:
         m = _CC.fullmatch(cc.strip())
@@ -67,10 +67,11 @@ def resolve_targets(
             )
         cc = model.compute_capability
         label = f"{model.name} ({cc})"
-        if cc in ccs:  # --cc 9.0a --gpu H100: the 9.0a serves it, no plain 9.0 besides
+        if cc in ccs:
             ccs[cc] = ccs[cc] if label in ccs[cc] else f"{ccs[cc]}, {label}"
         else:
             ccs[cc] = label
+        if not any(covers(e, cc) for e in entries):  # --cc 9.0a (or 10.0f) --gpu H100 (B300)
             entries.append(cc)
     if ccs:
         return _targets(ccs, "--cc/--gpu", entries)
@@ -88,7 +89,7 @@ def resolve_targets(
     if ccs:  # an exported 9.0a for a 9.0 GPU here is kept: the user asked for that code
         exported = [e.removesuffix("+PTX") for e in inherited_arch_list(inherited or "")]
         for cc in ccs:
-            mine = [e for e in exported if entry_cc(e) == cc]
+            mine = [e for e in exported if covers(e, cc)]
             entries += list(dict.fromkeys(mine)) if any(e != cc for e in mine) else [cc]
         return _targets(ccs, "this machine", entries)
     if inherited:  # no GPU here: the list the user exported names the GPUs, as --cc would
@@ -146,6 +147,19 @@ def _nvidia(probe: Probe) -> list[tuple[str, str]]:
         for g in probe.gpus
         if g.vendor == "nvidia" and g.compute_capability
     ]
+
+
+def covers(entry: str, cc: str) -> bool:
+    """Whether an arch-list entry's SASS runs on a GPU of this compute capability: its own X.Y
+    (9.0 and 9.0a on 9.0), and a family-specific X.Yf on the later minors of its major too
+    (10.0f on 10.3), as knowledge/compat.py has it."""
+    base = entry.removesuffix("+PTX")
+    if entry_cc(base) == cc:
+        return True
+    if not base.endswith("f"):
+        return False
+    (major, minor), (gpu_major, gpu_minor) = parse_cc(entry_cc(base)), parse_cc(cc)
+    return major == gpu_major and minor <= gpu_minor
 
 
 def _targets(ccs: dict[str, str], origin: str, entries: list[str] | None = None) -> Targets:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,8 +74,6 @@ def install(  # noqa: PLR0917
     from torchsmith.install.model import InstallOptions  # noqa: PLC0415
     from torchsmith.render.install import progress, render_install  # noqa: PLC0415
 
-    # one spelling of the folder from here on, the one python -m venv makes (new/../env is ./env)
-    venv = os.path.abspath(venv) if venv is not None else None  # noqa: PTH100 - lexical, as venv
     if rollback_id is not None:
         if rollback_id != "latest" and not rollback_id.isdigit():
             raise UsageError(f"--rollback {rollback_id}: not a ledger attempt id")

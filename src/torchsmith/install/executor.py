@@ -131,18 +131,20 @@ def run_install(
     on_step("checking the package index")
     indexes.require_reachable(forced)
     created, top = _create_venv(result, options, on_step)
-    try:
+    snap: snapshot.Snapshot | None = None
+    try:  # until the ledger holds the attempt, nothing could undo what was made: take it back
         sites, snap = _record_environment(result, on_step)
-    except BaseException:  # nothing recorded yet: a venv made for this install must not stay
-        if created is not None:
-            _remove_created(created, top)
+        ledger = ledger or Ledger()
+        result.snapshot, result.before = snap.path, snap.packages
+        attempt = ledger.start(
+            "install", config=_config(options, rec), command=argv, tree=result.python,
+            tools={"installer": result.installer},
+        )  # fmt: skip
+    except BaseException as exc:
+        if snap is not None:
+            snapshot.discard(snap.path)
+        _take_back(exc, created, top)
         raise
-    ledger = ledger or Ledger()
-    result.snapshot, result.before = snap.path, snap.packages
-    attempt = ledger.start(
-        "install", config=_config(options, rec), command=argv, tree=result.python,
-        tools={"installer": result.installer},
-    )  # fmt: skip
     result.ledger_id = attempt
     ledger.update_result(attempt, _ledger_result(result))
     try:
@@ -210,8 +212,8 @@ def _create_venv(
         top = missing[-1] if missing else None
         try:
             cmd.run(step.argv, timeout=300, check=True)
-        except BaseException:  # a half-made venv would pass for an existing one next time
-            _remove_created(created, top)
+        except BaseException as exc:  # a half-made venv would pass for an existing one next time
+            _take_back(exc, created, top)
             raise
         result.notes.append(f"created {options.venv}" if top else f"made {options.venv} a venv")
     return created, top
@@ -241,6 +243,16 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
     bad = [f for f in findings if f.severity == "error"]
     if bad:
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
+
+
+def _take_back(exc: BaseException, created: Path | None, top: Path | None) -> None:
+    """Remove what an install that stopped before its ledger record made; a part that stays is
+    said in the error's tip."""
+    if created is None:
+        return
+    note = _remove_created(created, top)
+    if isinstance(exc, TorchsmithError) and note.startswith("could not"):
+        exc.tip = f"{exc.tip}; {note}" if exc.tip else note
 
 
 def _remove_created(created: Path, top: Path | None) -> str:

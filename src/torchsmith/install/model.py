@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +24,12 @@ class InstallOptions:
     dry_run: bool = False
     verify: bool = True
     timeout_s: float = 1800.0
+
+    def __post_init__(self) -> None:
+        # one spelling of the venv from here on, the one python -m venv makes: lexical, as venv
+        # does it (new/../env is ./env, even where `new` does not exist)
+        if self.venv is not None:
+            object.__setattr__(self, "venv", os.path.abspath(self.venv))  # noqa: PTH100
 
 
 @dataclass(frozen=True)

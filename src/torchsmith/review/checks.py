@@ -194,7 +194,9 @@ def check_archs(
                     "unknown-build-option",
                     "error",
                     f"{setting.key}={setting.value}: {name} cannot be built: {problem}",
-                    f"name {name.rstrip('af')} instead",
+                    f"write {_entry_of(name)[:-1]} instead"
+                    if setting.key in ARCH_KEYS
+                    else f"write {name.removeprefix('sm_')[:-1]} instead",
                 )
         for gpu in gpus:
             assert gpu.compute_capability is not None
@@ -291,16 +293,13 @@ def check_toolkit(
                 f"CUDA {version} (line {setting.line}) cannot compile {', '.join(unknown)} "
                 f"asked for by {arch.key}: nvcc stops with 'Unsupported gpu architecture'",
                 (
-                    f"use a toolkit that can compile them: {_able(kb, unknown, version)}; "
+                    "use a toolkit that can compile them: "
+                    f"{kb.toolkits_for_text(unknown, version)}; "
                     if kb.toolkits_for(unknown)
                     else ""
                 )
                 + f"or drop them from {arch.key}",
             )
-
-
-def _able(kb: Knowledge, archs: list[str], version: str) -> str:
-    return kb.toolkits_for_text(archs, version)
 
 
 def _toolkit_vs_gpus(
@@ -316,7 +315,7 @@ def _toolkit_vs_gpus(
         if sm in toolkit.sm_targets:
             continue
         fix = (
-            f"use a toolkit whose nvcc can compile for {sm}: {_able(kb, [sm], version)}"
+            f"use a toolkit whose nvcc can compile for {sm}: {kb.toolkits_for_text([sm], version)}"
             if kb.toolkits_for([sm])
             else kb.toolkits_for_text([sm])
         )
