@@ -14,9 +14,9 @@ from torchsmith.build.runner import (
     check_archs,
     parse_set_output,
     run_build,
-    sass_name,
     visual_studio_env,
 )
+from torchsmith.knowledge.compat import entry_sm, sm_entry
 from torchsmith.ledger import Ledger
 
 needs_cuda = pytest.mark.skipif(
@@ -25,8 +25,9 @@ needs_cuda = pytest.mark.skipif(
 )
 
 
-def test_sass_name() -> None:
-    assert [sass_name(t) for t in ("9.0", "12.0+PTX", "9.0a", "8.6")] == [
+def test_entry_sm_and_back() -> None:
+    assert [sm_entry(entry_sm(t)) for t in ("9.0", "10.0f", "12.0a")] == ["9.0", "10.0f", "12.0a"]
+    assert [entry_sm(t) for t in ("9.0", "12.0+PTX", "9.0a", "8.6")] == [
         "sm_90",
         "sm_120",
         "sm_90a",

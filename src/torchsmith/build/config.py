@@ -28,7 +28,7 @@ from torchsmith.build.targets import (
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import entry_cc, parse_cc, specific_entry_problem
+from torchsmith.knowledge.compat import entry_cc, entry_sm, specific_entry_problem
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
@@ -302,17 +302,12 @@ def toolkit_sm_targets(tk: CudaToolkitInfo, kb: Knowledge) -> tuple[tuple[str, .
 
 
 def can_target(tk: CudaToolkitInfo, kb: Knowledge, entry: str) -> bool | None:
-    """Whether the toolkit emits SASS for an arch-list entry (9.0, 9.0a, 10.0f+PTX): its sm, and
-    for an a/f entry a CUDA at least as new as the first that emits that kind of code."""
+    """Whether the toolkit emits SASS for an arch-list entry (9.0, 9.0a, 10.0f+PTX); None when
+    neither its nvcc nor the knowledge base says what it targets."""
     sms, how = toolkit_sm_targets(tk, kb)
     if how == "unknown":
         return None
-    base = entry.removesuffix("+PTX")
-    major, minor = parse_cc(entry_cc(base))
-    if f"sm_{major}{minor}" not in sms:
-        return False
-    known = kb.arch_suffix(base[-1]) if base != entry_cc(base) else None
-    return known is None or not tk.version or _vkey(tk.version) >= _vkey(known.min_cuda)
+    return kb.emits_target(sms, tk.version, entry_sm(entry))
 
 
 def _vkey(version: str | None) -> tuple[int, ...]:

@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from torchsmith.binaries.archs import parse_compute_capability
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.errors import InputError, TorchsmithError
 from torchsmith.explain import Diagnosis, explain_files
+from torchsmith.knowledge.compat import entry_sm
 from torchsmith.probe.model import Finding
 from torchsmith.util import cmd
 from torchsmith.util.serialize import to_jsonable
@@ -424,14 +424,6 @@ def _union(artifacts: Iterable[Artifact]) -> tuple[tuple[str, ...], tuple[str, .
     return sort_archs(sass), sort_archs(ptx)
 
 
-def sass_name(target: str) -> str:
-    """'9.0' -> 'sm_90', '12.0+PTX' -> 'sm_120', '9.0a' -> 'sm_90a'."""
-    base = target.split("+", 1)[0].strip()
-    suffix = base[-1] if base and base[-1] in "af" else ""
-    major, minor = parse_compute_capability(base.rstrip("af"))
-    return f"sm_{major}{minor}{suffix}"
-
-
 def check_archs(
     targets: Sequence[str], sass: Sequence[str], ptx: Sequence[str], *, has_outputs: bool
 ) -> tuple[Finding, ...]:
@@ -448,7 +440,7 @@ def check_archs(
                 subject="build outputs",
             ),
         )
-    wanted = [sass_name(t) for t in targets]
+    wanted = [entry_sm(t) for t in targets]
     found = set(sass)
 
     def served(target: str, name: str) -> bool:

@@ -162,16 +162,25 @@ class Knowledge:
         return tuple(t for t in self.toolkits if all(self.emits(t, sm) for sm in wanted))
 
     def emits(self, toolkit: CudaToolkit, sm: str) -> bool:
-        """Whether the toolkit's nvcc compiles for sm_XY, or for sm_XYa / sm_XYf: those need its
-        sm_XY, a compute capability the suffix exists for, and a CUDA new enough for it."""
-        if sm in toolkit.sm_targets:
+        """Whether a known toolkit's nvcc compiles for sm_XY, sm_XYa or sm_XYf."""
+        return self.emits_target(toolkit.sm_targets, toolkit.version, sm)
+
+    def emits_target(self, sm_targets: Iterable[str], version: str | None, sm: str) -> bool:
+        """Whether an nvcc with these plain SASS targets (its --list-gpu-code, which names no
+        a/f variant) compiles for ``sm``: sm_XYa / sm_XYf also need a compute capability the
+        suffix exists for and a CUDA new enough for it (arch_suffix); an unknown version is
+        taken to be new enough."""
+        targets = set(sm_targets)
+        if sm in targets:
             return True
         m = re.fullmatch(r"sm_(\d+)(\d)([af])", sm)
         known = self.arch_suffix(m.group(3)) if m else None
-        if m is None or known is None or f"sm_{m[1]}{m[2]}" not in toolkit.sm_targets:
+        if m is None or known is None or f"sm_{m[1]}{m[2]}" not in targets:
             return False
-        first = _vkey(known.first_cc)
-        return (int(m[1]), int(m[2])) >= first and _vkey(toolkit.version) >= _vkey(known.min_cuda)
+        if (int(m[1]), int(m[2])) < _vkey(known.first_cc):
+            return False
+        given = tuple(int(x) for x in re.findall(r"\d+", version or "")[:2])
+        return not given or given >= _vkey(known.min_cuda)
 
     def arch_introduced(self, sm: str) -> tuple[CudaToolkit, CudaToolkit] | None:
         """(before, first): the toolkit release just before the first one that targets sm_XY.

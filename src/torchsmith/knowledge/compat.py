@@ -25,6 +25,22 @@ def entry_cc(entry: str) -> str:
     return base[:-1] if base[-1:] in ("a", "f") else base
 
 
+def entry_sm(entry: str) -> str:
+    """The SASS name of a TORCH_CUDA_ARCH_LIST entry: '9.0a+PTX' -> 'sm_90a', '12.0' -> 'sm_120'."""
+    base = entry.removesuffix("+PTX").strip()
+    major, minor = parse_cc(entry_cc(base))
+    return f"sm_{major}{minor}{base[len(entry_cc(base)) :]}"
+
+
+def sm_entry(sm: str) -> str:
+    """The TORCH_CUDA_ARCH_LIST spelling of a SASS name: 'sm_90a' -> '9.0a' (entry_sm's inverse)."""
+    parsed = arch_cc(sm)
+    if parsed is None:
+        raise ValueError(f"not an arch name: {sm!r}")
+    major, minor, variant = parsed
+    return f"{major}.{minor}{variant}"
+
+
 def parse_cc(cc: str) -> tuple[int, int]:
     """ "12.0" → (12, 0); raises ValueError when malformed."""
     m = re.fullmatch(r"(\d{1,2})\.(\d)", cc.strip())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import load_build_facts
-from torchsmith.knowledge.compat import arch_list_tokens, specific_entry_problem
+from torchsmith.knowledge.compat import arch_list_tokens, sm_entry, specific_entry_problem
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
 from torchsmith.review.extract import ExtractedConfig, Setting
@@ -185,7 +185,7 @@ def check_archs(
             continue
         sass, ptx = parsed
         for name in dict.fromkeys(sass):
-            problem = specific_entry_problem(_entry_of(name), kb)
+            problem = specific_entry_problem(sm_entry(name), kb)
             if problem:
                 yield _at(
                     setting.line,
@@ -194,7 +194,7 @@ def check_archs(
                     "unknown-build-option",
                     "error",
                     f"{setting.key}={setting.value}: {name} cannot be built: {problem}",
-                    f"write {_entry_of(name)[:-1]} instead"
+                    f"write {sm_entry(name)[:-1]} instead"
                     if setting.key in ARCH_KEYS
                     else f"write {name.removeprefix('sm_')[:-1]} instead",
                 )
@@ -224,14 +224,6 @@ def check_archs(
                     "PTX compiled at run time (slow first run, slower kernels)",
                     _arch_fix(setting.key, gpus),
                 )
-
-
-def _entry_of(sm: str) -> str:
-    """sm_90a -> 9.0a (the TORCH_CUDA_ARCH_LIST spelling)."""
-    digits = sm.removeprefix("sm_")
-    suffix = digits[-1] if digits[-1:] in ("a", "f") else ""
-    digits = digits.removesuffix(suffix) if suffix else digits
-    return f"{digits[:-1]}.{digits[-1]}{suffix}"
 
 
 def _arch_fix(key: str, gpus: list[GpuTarget]) -> str:
@@ -281,7 +273,7 @@ def check_toolkit(
         unknown = [  # an entry that cannot exist at all (8.6a) has its own finding
             a
             for a in parsed[0]
-            if not kb.emits(toolkit, a) and not specific_entry_problem(_entry_of(a), kb)
+            if not kb.emits(toolkit, a) and not specific_entry_problem(sm_entry(a), kb)
         ]
         if unknown:
             yield _at(
