@@ -446,3 +446,14 @@ def test_arch_specific_entries_that_cannot_build(
     assert "sm_100f" in too_old["message"]
     assert "sm_90a" not in too_old["message"]  # 12.8 has sm_90a (12.0 added it)
     assert "CUDA 12.9 or newer" in too_old["fix"]
+
+
+def test_a_sound_arch_specific_list_is_kept_in_the_corrected_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # build takes --cc 9.0a now: the corrected command dropped an H100's 9.0a for 9.0
+    script = tmp_path / "build.sh"
+    script.write_text('export TORCH_CUDA_ARCH_LIST="9.0a"\npip install --no-build-isolation .\n')
+    _, data = _review(capsys, str(script), "--gpu", "H100")
+    (section,) = data["data"]["sections"]
+    assert section["corrected"]["build_args"][1:] == ["--cc", "9.0a"]

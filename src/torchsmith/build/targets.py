@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from torchsmith.build.options import BuildOptions
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import entry_cc, parse_cc, specific_entry_problem
+from torchsmith.knowledge.compat import covers, entry_cc, parse_cc, specific_entry_problem
 from torchsmith.probe.model import Finding, Probe
 
 
@@ -147,19 +147,6 @@ def _nvidia(probe: Probe) -> list[tuple[str, str]]:
         for g in probe.gpus
         if g.vendor == "nvidia" and g.compute_capability
     ]
-
-
-def covers(entry: str, cc: str) -> bool:
-    """Whether an arch-list entry's SASS runs on a GPU of this compute capability: its own X.Y
-    (9.0 and 9.0a on 9.0), and a family-specific X.Yf on the later minors of its major too
-    (10.0f on 10.3), as knowledge/compat.py has it."""
-    base = entry.removesuffix("+PTX")
-    if entry_cc(base) == cc:
-        return True
-    if not base.endswith("f"):
-        return False
-    (major, minor), (gpu_major, gpu_minor) = parse_cc(entry_cc(base)), parse_cc(cc)
-    return major == gpu_major and minor <= gpu_minor
 
 
 def _targets(ccs: dict[str, str], origin: str, entries: list[str] | None = None) -> Targets:

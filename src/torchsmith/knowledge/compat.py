@@ -142,3 +142,16 @@ def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
         f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
         f"has compute_{entry_cc(base).replace('.', '')}{suffix})"
     )
+
+
+def covers(entry: str, cc: str) -> bool:
+    """Whether an arch-list entry's SASS runs on a GPU of this compute capability: its own X.Y
+    (9.0 and 9.0a on 9.0), and a family-specific X.Yf on the later minors of its major too
+    (10.0f on 10.3), as this module's docstring has it."""
+    base = entry.removesuffix("+PTX")
+    if entry_cc(base) == cc:
+        return True
+    if not base.endswith("f"):
+        return False
+    (major, minor), (gpu_major, gpu_minor) = parse_cc(entry_cc(base)), parse_cc(cc)
+    return major == gpu_major and minor <= gpu_minor

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from torchsmith.errors import InputError
 from torchsmith.knowledge import Knowledge
+from torchsmith.knowledge.compat import arch_list_tokens, covers
 from torchsmith.plan.model import MachineFacts, Plan
 from torchsmith.review.checks import (
     ARCH_KEYS,
@@ -151,9 +152,18 @@ def _corrected(
     config: ExtractedConfig, findings: tuple[LineFinding, ...], target: Target, tree: str | None
 ) -> Corrected:
     args: list[str] = [tree or "."]
-    for cc in sorted({g.compute_capability for g in target.facts.gpus if g.compute_capability}):
-        args += ["--cc", cc]
     flagged = {f.key for f in findings if f.finding.severity in ("error", "warning")}
+    arch = config.get(*ARCH_KEYS)
+    # a sound list's arch- or family-specific entries for these GPUs (9.0a for an H100) are kept
+    written = (
+        [e.removesuffix("+PTX") for e in arch_list_tokens(arch.value.strip().strip("\"'"))]
+        if arch is not None and arch.key not in flagged
+        else []
+    )
+    for cc in sorted({g.compute_capability for g in target.facts.gpus if g.compute_capability}):
+        mine = [e for e in dict.fromkeys(written) if e[-1:] in ("a", "f") and _covers(e, cc)]
+        for entry in mine or [cc]:
+            args += ["--cc", entry]
     dropped: list[str] = []
     for key, setting in config.effective().items():
         if not key.startswith(_CARRIED_PREFIXES) or key in ("BUILD_DIR",):
@@ -174,6 +184,13 @@ def _corrected(
     elif jobs is not None and jobs.value.strip("\"'").isdigit():
         args += ["--jobs", jobs.value.strip("\"'")]
     return Corrected(build_args=tuple(args), dropped=tuple(dropped))
+
+
+def _covers(entry: str, cc: str) -> bool:
+    try:
+        return covers(entry, cc)
+    except ValueError:  # not an X.Ya entry (a name, a typo): it covers nothing
+        return False
 
 
 def _never_tried(configs: list[ExtractedConfig], target: Target) -> tuple[str, ...]:
