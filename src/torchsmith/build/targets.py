@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from torchsmith.build.options import BuildOptions
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import covers, entry_cc, parse_cc, specific_entry_problem
+from torchsmith.knowledge.compat import (
+    covers,
+    entry_cc,
+    parse_cc,
+    specific_entry_problem,
+    split_entry,
+)
 from torchsmith.probe.model import Finding, Probe
 
 
@@ -125,10 +131,9 @@ def inherited_arch_list(value: str) -> list[str]:
     out = []
     for word in value.replace(";", " ").split():
         ptx = word.endswith("+PTX")
-        base = word.removesuffix("+PTX")
-        suffix = base[-1:] if base[-1:] in ("a", "f") else ""
+        cc, suffix = split_entry(word)
         try:
-            major, minor = parse_cc(base.removesuffix(suffix) if suffix else base)
+            major, minor = parse_cc(cc)
         except ValueError:
             continue
         out.append(f"{major}.{minor}{suffix}" + ("+PTX" if ptx else ""))

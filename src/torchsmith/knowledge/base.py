@@ -12,6 +12,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from torchsmith.knowledge import gpunames
+from torchsmith.knowledge.compat import arch_cc, specific_entry_problem
 from torchsmith.knowledge.loader import Parsed
 from torchsmith.knowledge.model import (
     AmdGpu,
@@ -173,11 +174,12 @@ class Knowledge:
         targets = set(sm_targets)
         if sm in targets:
             return True
-        m = re.fullmatch(r"sm_(\d+)(\d)([af])", sm)
-        known = self.arch_suffix(m.group(3)) if m else None
-        if m is None or known is None or f"sm_{m[1]}{m[2]}" not in targets:
+        parsed = arch_cc(sm)
+        if parsed is None or not parsed[2] or f"sm_{parsed[0]}{parsed[1]}" not in targets:
             return False
-        if (int(m[1]), int(m[2])) < _vkey(known.first_cc):
+        entry = f"{parsed[0]}.{parsed[1]}{parsed[2]}"
+        known = self.arch_suffix(parsed[2])
+        if known is None or specific_entry_problem(entry, self):
             return False
         given = tuple(int(x) for x in re.findall(r"\d+", version or "")[:2])
         return not given or given >= _vkey(known.min_cuda)

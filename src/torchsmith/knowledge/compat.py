@@ -19,17 +19,23 @@ if TYPE_CHECKING:
 _ARCH = re.compile(r"^(?:sm|compute)_(\d+?)(\d)([af]?)$")
 
 
+def split_entry(entry: str) -> tuple[str, str]:
+    """A TORCH_CUDA_ARCH_LIST entry as (compute capability, a/f suffix): '9.0a+PTX' ->
+    ('9.0', 'a'), '12.0' -> ('12.0', ''). Not checked: parse_cc the first part to check it."""
+    base = entry.removesuffix("+PTX")
+    return (base[:-1], base[-1]) if base[-1:] in ("a", "f") else (base, "")
+
+
 def entry_cc(entry: str) -> str:
     """The compute capability a TORCH_CUDA_ARCH_LIST entry runs on: '9.0a+PTX' -> '9.0'."""
-    base = entry.removesuffix("+PTX")
-    return base[:-1] if base[-1:] in ("a", "f") else base
+    return split_entry(entry)[0]
 
 
 def entry_sm(entry: str) -> str:
     """The SASS name of a TORCH_CUDA_ARCH_LIST entry: '9.0a+PTX' -> 'sm_90a', '12.0' -> 'sm_120'."""
-    base = entry.removesuffix("+PTX").strip()
-    major, minor = parse_cc(entry_cc(base))
-    return f"sm_{major}{minor}{base[len(entry_cc(base)) :]}"
+    cc, suffix = split_entry(entry.strip())
+    major, minor = parse_cc(cc)
+    return f"sm_{major}{minor}{suffix}"
 
 
 def sm_entry(sm: str) -> str:
@@ -132,15 +138,14 @@ def torch_cuda_arch_list(ccs: list[str], ptx: bool = False) -> str:
 
 def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
     """Why an arch-list entry's a/f suffix cannot exist for its compute capability, if so."""
-    base = entry.removesuffix("+PTX")
-    suffix = base[-1:] if base[-1:] in ("a", "f") else ""
+    cc, suffix = split_entry(entry)
     known = kb.arch_suffix(suffix) if suffix else None
-    if known is None or parse_cc(entry_cc(base)) >= parse_cc(known.first_cc):
+    if known is None or parse_cc(cc) >= parse_cc(known.first_cc):
         return None
     kind = "arch" if suffix == "a" else "family"
     return (
         f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
-        f"has compute_{entry_cc(base).replace('.', '')}{suffix})"
+        f"has compute_{cc.replace('.', '')}{suffix})"
     )
 
 
@@ -148,10 +153,10 @@ def covers(entry: str, cc: str) -> bool:
     """Whether an arch-list entry's SASS runs on a GPU of this compute capability: its own X.Y
     (9.0 and 9.0a on 9.0), and a family-specific X.Yf on the later minors of its major too
     (10.0f on 10.3), as this module's docstring has it."""
-    base = entry.removesuffix("+PTX")
-    if entry_cc(base) == cc:
+    own, suffix = split_entry(entry)
+    if own == cc:
         return True
-    if not base.endswith("f"):
+    if suffix != "f":
         return False
-    (major, minor), (gpu_major, gpu_minor) = parse_cc(entry_cc(base)), parse_cc(cc)
+    (major, minor), (gpu_major, gpu_minor) = parse_cc(own), parse_cc(cc)
     return major == gpu_major and minor <= gpu_minor

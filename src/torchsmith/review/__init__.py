@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from torchsmith.errors import InputError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import arch_list_tokens, covers
+from torchsmith.knowledge.compat import arch_list_tokens, covers, split_entry
 from torchsmith.plan.model import MachineFacts, Plan
 from torchsmith.review.checks import (
     ARCH_KEYS,
@@ -161,7 +161,7 @@ def _corrected(
         else []
     )
     for cc in sorted({g.compute_capability for g in target.facts.gpus if g.compute_capability}):
-        mine = [e for e in dict.fromkeys(written) if e[-1:] in ("a", "f") and _covers(e, cc)]
+        mine = [e for e in dict.fromkeys(written) if split_entry(e)[1] and _covers(e, cc)]
         for entry in mine or [cc]:
             args += ["--cc", entry]
     dropped: list[str] = []
