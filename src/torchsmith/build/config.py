@@ -28,7 +28,7 @@ from torchsmith.build.targets import (
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import entry_cc, entry_sm, specific_entry_problem
+from torchsmith.knowledge.compat import entry_cc, entry_sm, specific_entry_problem, split_entry
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
@@ -231,7 +231,7 @@ def _arch_list(targets: Targets, profile: str) -> tuple[str, ...]:
 def _arch_reason(targets: Targets, profile: str) -> str:
     who = ", ".join(targets.gpus)
     asked = "kept from your environment" if targets.origin == "this machine" else "as asked"
-    named = [e for e in targets.entries if e != entry_cc(e)]
+    named = [e for e in targets.entries if split_entry(e)[1]]
     specific = (
         f"; {', '.join(named)} {'is' if len(named) == 1 else 'are'} arch- or family-specific "
         f"code ({asked}), which runs on that compute capability (family) only"
@@ -263,8 +263,8 @@ def _entry_findings(project: Project, arch_list: tuple[str, ...], kb: Knowledge)
                     subject="TORCH_CUDA_ARCH_LIST",
                 )
             )
-        elif project.kind == "cmake" and entry.removesuffix("+PTX").endswith("f"):
-            digits = entry.removesuffix("+PTX").replace(".", "")
+        elif project.kind == "cmake" and split_entry(entry)[1] == "f":
+            digits = entry_sm(entry).removeprefix("sm_")
             out.append(
                 Finding(
                     "unknown-build-option",
@@ -355,7 +355,7 @@ def _pick_toolkit(
     parts = [f"CUDA {best.version} at {best.root}"]
     if entries:
         parts.append(
-            "can target " + ", ".join(f"sm_{e.replace('.', '')}" for e in entries)
+            "can target " + ", ".join(entry_sm(e) for e in entries)
             if ok_arch
             else "is the best found, though it cannot target every requested arch"
         )

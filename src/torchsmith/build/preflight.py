@@ -21,7 +21,13 @@ from torchsmith.build.model import BuildConfig
 from torchsmith.build.tree import BuildCache, TreeFacts
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import arch_list_tokens, entry_cc, entry_sm, parse_cc
+from torchsmith.knowledge.compat import (
+    arch_list_tokens,
+    entry_cc,
+    entry_sm,
+    parse_cc,
+    split_entry,
+)
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER
 
@@ -254,9 +260,9 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
         )
     for entry in dict.fromkeys(e.removesuffix("+PTX") for e in config.arch_list):
         if can_target(tk, kb, entry) is False:
-            cc = entry_cc(entry)
+            cc, letter = split_entry(entry)
             plain, sm = entry_sm(cc), entry_sm(entry)  # sm_90, sm_90a
-            suffix = kb.arch_suffix(entry[-1]) if sm != plain and plain in sms else None
+            suffix = kb.arch_suffix(letter) if letter and plain in sms else None
             why = (
                 f"{'arch' if suffix.suffix == 'a' else 'family'}-specific code needs CUDA "
                 f"{suffix.min_cuda} or newer"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from torchsmith.build.model import BuildConfig, Project
 from torchsmith.errors import ToolError
+from torchsmith.knowledge.compat import entry_cc, parse_cc, sm_entry
 from torchsmith.util import cmd
 from torchsmith.util.inputs import read_text_head
 
@@ -152,11 +153,8 @@ def parse_build_ninja(text: str) -> dict[str, str]:
             out[key] = value.split()[-1] if value.split() else value
         if sep and key == "cuda_post_cflags":
             archs = sorted(  # 9.0a stays 9.0a: its code is not 9.0's
-                {
-                    f"{m.group(3)[:-1]}.{m.group(3)[-1]}{m.group(4)}"
-                    for m in _GENCODE.finditer(value)
-                },
-                key=lambda s: (int(s.split(".")[0]), s.split(".")[1]),
+                {sm_entry(f"sm_{m.group(3)}{m.group(4)}") for m in _GENCODE.finditer(value)},
+                key=lambda e: (parse_cc(entry_cc(e)), e),
             )
             out["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
     return out
