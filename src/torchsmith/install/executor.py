@@ -191,11 +191,17 @@ def _record_environment(
     result: InstallResult, on_step: OnStep
 ) -> tuple[tuple[str, ...], snapshot.Snapshot]:
     """The target's site-packages, and a snapshot of them to put back."""
-    info, _ = probe_python_and_torch(result.python)
-    if info.error or not info.site_packages:
-        raise InputError(f"--python {result.python}: {info.error or 'no site-packages'}")
+    sites = _site_packages(result.python, f"--python {result.python}")
     on_step("recording the environment")
-    return info.site_packages, snapshot.take(info.site_packages)
+    return sites, snapshot.take(sites)
+
+
+def _site_packages(python: str, said_as: str) -> tuple[str, ...]:
+    """The interpreter's site-packages; InputError (named as ``said_as``) when it has none."""
+    info, _ = probe_python_and_torch(python)
+    if info.error or not info.site_packages:
+        raise InputError(f"{said_as}: {info.error or 'no site-packages'}")
+    return info.site_packages
 
 
 def _create_venv(
@@ -325,10 +331,7 @@ def guard(python: str, *, by: dict[str, Any], ledger: Ledger | None = None) -> I
     attempt (``by`` says what did it: a build) that ``install --rollback`` undoes; when it fails
     (``failed`` set) or raises, put site-packages back file by file. With no change, the
     snapshot goes."""
-    info, _ = probe_python_and_torch(python)
-    if info.error or not info.site_packages:
-        raise InputError(f"{python}: {info.error or 'no site-packages'}")
-    sites = info.site_packages
+    sites = _site_packages(python, python)
     ledger = ledger or Ledger()
     taken = snapshot.take(sites)
     state = Guard(python)
