@@ -22,6 +22,7 @@ from rich.table import Table
 from torchsmith.binaries.archs import sort_archs
 from torchsmith.knowledge.compat import entry_cc
 from torchsmith.ledger import Attempt
+from torchsmith.render.clean import human_bytes
 
 _CONFIG_KEYS = (
     "profile",
@@ -406,13 +407,6 @@ def _status(status: str) -> str:
     return f"[{style}]{status}[/{style}]"
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def render_list(attempts: Any, console: Console) -> None:
     if not attempts:
         console.print("no attempts recorded yet")
@@ -453,7 +447,7 @@ def _facts(attempt: Attempt) -> list[tuple[str, str]]:
     if attempt.duration_s is not None:
         rows.append(("took", f"{attempt.duration_s:.1f} s"))
     if attempt.peak_rss_bytes:
-        rows.append(("peak memory", _size(attempt.peak_rss_bytes)))
+        rows.append(("peak memory", human_bytes(attempt.peak_rss_bytes)))
     rows += [("host", attempt.host), ("pid", str(attempt.pid))]
     rows.append(("tree", attempt.tree or ""))
     if attempt.command:
