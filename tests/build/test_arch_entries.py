@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,10 @@ from torchsmith.build.preflight import preflight
 from torchsmith.build.tree import cpp_extension_arches, parse_build_ninja, read_tree
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
-from torchsmith.probe.model import CudaToolkitInfo, Probe
+from torchsmith.probe.model import CudaToolkitInfo, Probe, ToolInfo
+from torchsmith.probe.tools import parse_cmake_version
 
+from .configs import NVCC
 from .conftest import PROJECTS, no_gpu
 
 CMAKE = detect_project(PROJECTS / "cuda_cmake")
@@ -79,11 +83,78 @@ def test_an_exported_entry_that_cannot_exist_is_an_error(h200: Probe, kb: Knowle
     )
 
 
-def test_family_entry_from_cc_warns_for_cmake(h200: Probe, kb: Knowledge) -> None:
-    # the warning came only for an exported list; --cc 10.0f said nothing
-    c = make_config(CMAKE, h200, kb, BuildOptions(targets=("10.0f",)))
-    (warning,) = [f for f in c.findings if f.subject == "TORCH_CUDA_ARCH_LIST"]
-    assert "as 100f, a family-specific architecture: CMake 3.25 rejects it" in warning.message
+def with_cmake(probe: Probe, version: str | None) -> Probe:
+    """The probe with one cmake of this version (None: its version could not be read)."""
+    tool = ToolInfo(name="cmake", path="/usr/bin/cmake", version=version)
+    others = tuple(t for t in probe.build_tools if t.name != "cmake")
+    return dataclasses.replace(probe, build_tools=(tool, *others))
+
+
+@pytest.mark.parametrize(
+    ("cmake", "entry", "severity", "said"),
+    [
+        # Kitware/CMake: a from v3.25.0, f from v3.31.8 and v4.0.2 (the PyPI wheels, run here)
+        (
+            "3.24.3",
+            "9.0a",
+            "error",
+            "CMake 3.24.3 rejects it at configure; the first CMake that takes it is 3.25",
+        ),
+        ("3.25.1", "10.0f", "error", "CMake 3.25.1 rejects it"),
+        ("3.31.6", "10.0f", "error", "the first CMakes that take it are 3.31.8 and 4.0.2"),
+        ("4.0.0", "10.0f", "error", "CMake 4.0.0 rejects it"),
+        (None, "10.0f", "warning", "an older CMake rejects it"),
+        ("3.25.0", "9.0a", None, ""),
+        ("3.31.10", "10.0f", None, ""),
+        ("4.0.2", "10.0f", None, ""),
+    ],
+)
+def test_suffix_entry_against_the_probed_cmake(
+    cmake: str | None, entry: str, severity: str | None, said: str, h200: Probe, kb: Knowledge
+) -> None:
+    # the warning named CMake 3.25 whatever CMake the machine had (the H200's 4.4.3 takes 100f)
+    c = make_config(CMAKE, with_cmake(h200, cmake), kb, BuildOptions(targets=(entry,)))
+    found = [f for f in c.findings if f.subject == "TORCH_CUDA_ARCH_LIST"]
+    if severity is None:
+        assert found == []
+        return
+    (finding,) = found
+    assert finding.severity == severity
+    assert said in finding.message
+    assert "pip install 'cmake>=" in finding.fix
+
+
+def test_the_machines_cmake_agrees_with_the_knowledge_base(kb: Knowledge, tmp_path: Path) -> None:
+    # configure the CMake project here with 90a-real and 100f-real: the KB's answer for this CMake
+    # must be what it does
+    cmake = shutil.which("cmake")
+    if cmake is None or not Path(NVCC).exists() or shutil.which("ninja") is None:
+        pytest.skip("needs cmake, ninja and nvcc 13.0")
+    version = parse_cmake_version(
+        subprocess.run(
+            [cmake, "--version"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    )
+    assert version is not None
+    for suffix, entry in (("a", "90a-real"), ("f", "100f-real")):
+        run = subprocess.run(
+            [
+                cmake,
+                "-S",
+                str(PROJECTS / "cuda_cmake"),
+                "-B",
+                str(tmp_path / suffix),
+                "-G",
+                "Ninja",
+                f"-DCMAKE_CUDA_ARCHITECTURES={entry}",
+                f"-DCMAKE_CUDA_COMPILER={NVCC}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert (run.returncode == 0) is kb.cmake_takes(suffix, version), (entry, run.stderr[-2000:])
 
 
 @pytest.mark.parametrize(

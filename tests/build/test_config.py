@@ -331,9 +331,11 @@ def test_an_amd_or_intel_gpu_is_told_build_does_cuda_builds(kb: Knowledge, h200:
 def test_arch_specific_entries_reach_cmake(h200: Probe, kb: Knowledge) -> None:
     # 9.0a became 90-real for CMake: the wgmma kernels that need sm_90a were never built.
     # CMake 3.25 configures 90a-real (nvcc got arch=compute_90a,code=[sm_90a]) and rejects
-    # 100f-real; both checked by hand on this machine with nvcc 13.0
+    # 100f-real (test_arch_entries configures both with this machine's CMake)
     named = (("TORCH_CUDA_ARCH_LIST", "9.0a;10.0f+PTX"),)
-    c = make_config(CMAKE, no_gpu(h200), kb, BuildOptions(inherited=named))
+    cmake = ToolInfo(name="cmake", path="/usr/bin/cmake", version="3.25.1")
+    probe = dataclasses.replace(no_gpu(h200), build_tools=(cmake,))
+    c = make_config(CMAKE, probe, kb, BuildOptions(inherited=named))
     assert c.arch_list == ("9.0a", "10.0f+PTX")
     assert "-DCMAKE_CUDA_ARCHITECTURES=90a-real;100f" in c.cmake_args
     (family,) = [f for f in c.findings if f.subject == "TORCH_CUDA_ARCH_LIST"]

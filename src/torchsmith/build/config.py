@@ -97,7 +97,7 @@ def make_config(
         acc.choose("TORCH_CUDA_ARCH_LIST", ";".join(arch_list), reason, env="TORCH_CUDA_ARCH_LIST")
 
     if cuda:
-        acc.findings += _entry_findings(project, arch_list, kb)
+        acc.findings += _entry_findings(project, arch_list, kb, probe)
     wanted = tuple(dict.fromkeys(e.removesuffix("+PTX") for e in arch_list))
     toolkit = _pick_toolkit(probe, kb, wanted, project, acc) if cuda else None
     cuda_home = toolkit.root if toolkit else None
@@ -246,13 +246,18 @@ def _arch_reason(targets: Targets, profile: str) -> str:
     return f"exactly the SASS of {who} ({targets.origin}): no time spent on other archs{specific}"
 
 
-def _entry_findings(project: Project, arch_list: tuple[str, ...], kb: Knowledge) -> list[Finding]:
+def _entry_findings(
+    project: Project, arch_list: tuple[str, ...], kb: Knowledge, probe: Probe
+) -> list[Finding]:
     """Arch-list entries that cannot build, whoever named them (--cc, or an exported list that
-    goes to the build as written): an a/f suffix below its first compute capability, and a
-    family-specific entry for CMake 3.25, which rejects 100f-real at configure (checked here)."""
+    goes to the build as written): an a/f suffix below its first compute capability, and, for a
+    CMake project, an a/f entry the probed CMake's CMAKE_CUDA_ARCHITECTURES rejects at configure
+    (arch_suffix's cmake versions; a warning where the CMake's version is unknown)."""
     out = []
+    cmake = next((t.version for t in probe.build_tools if t.name == "cmake" and t.path), None)
     for entry in arch_list:
         problem = specific_entry_problem(entry, kb)
+        suffix = split_entry(entry)[1]
         if problem:
             out.append(
                 Finding(
@@ -263,17 +268,33 @@ def _entry_findings(project: Project, arch_list: tuple[str, ...], kb: Knowledge)
                     subject="TORCH_CUDA_ARCH_LIST",
                 )
             )
-        elif project.kind == "cmake" and split_entry(entry)[1] == "f":
+        elif project.kind == "cmake" and suffix:
+            takes = kb.cmake_takes(suffix, cmake) if cmake else None
+            known = kb.arch_suffix(suffix)
+            if takes or known is None or not known.cmake:
+                continue
+            firsts = [m.group(1) for s in known.cmake if (m := re.search(r">=\s*([\d.]+)", s))]
+            first = (
+                f"the first CMake that takes it is {firsts[0]}"
+                if len(firsts) == 1
+                else f"the first CMakes that take it are {' and '.join(firsts)}"
+            )
+            kind = "arch-specific" if suffix == "a" else "family-specific"
+            instead = f"the plain {entry_cc(entry)}"
+            if suffix == "f" and (kb.cmake_takes("a", cmake) if cmake else None) is not False:
+                instead = f"{entry_cc(entry)}a (one compute capability) or {instead}"
             digits = entry_sm(entry).removeprefix("sm_")
+            said = (
+                f"CMake {cmake} rejects it at configure" if cmake else "an older CMake rejects it"
+            )
             out.append(
                 Finding(
                     "unknown-build-option",
-                    "warning",
+                    "error" if takes is False else "warning",
                     f"TORCH_CUDA_ARCH_LIST entry {entry} goes to CMAKE_CUDA_ARCHITECTURES as "
-                    f"{digits}, a family-specific architecture: CMake 3.25 rejects it at "
-                    "configure, a CMake that knows them takes it",
-                    f"for one GPU, name its arch-specific {entry_cc(entry)}a or plain "
-                    f"{entry_cc(entry)} instead",
+                    f"{digits}, {kind} code: {said}; {first}",
+                    f"install a CMake that takes it (pip install 'cmake>={firsts[-1]}'), or "
+                    f"build {instead} instead",
                     subject="TORCH_CUDA_ARCH_LIST",
                 )
             )

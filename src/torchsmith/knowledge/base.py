@@ -248,6 +248,18 @@ class Knowledge:
         """What the KB knows of arch-specific ("a") or family-specific ("f") code."""
         return next((a for a in self.arch_suffixes if a.suffix == suffix), None)
 
+    def cmake_takes(self, suffix: str, cmake_version: str) -> bool | None:
+        """Whether this CMake's CMAKE_CUDA_ARCHITECTURES takes an a/f entry (90a-real, 100f-real);
+        None where the KB does not say or the version does not parse."""
+        known = self.arch_suffix(suffix)
+        try:
+            version = Version(cmake_version)
+        except InvalidVersion:
+            return None
+        if known is None or not known.cmake:
+            return None
+        return any(SpecifierSet(s).contains(version, prereleases=True) for s in known.cmake)
+
     def source_build_range(self, torch_version: str) -> SourceBuildRange | None:
         """The CUDA toolkits a source build of this torch (any patch of its minor) accepts."""
         minor = minor_of(torch_version)

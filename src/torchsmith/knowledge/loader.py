@@ -350,7 +350,16 @@ def _arch_suffix(ctx: _Ctx, t: Mapping[str, Any], where: str) -> ArchSuffix:
         first_cc=_str(t, "first_cc", where, _VERSION),
         min_cuda=_str(t, "min_cuda", where, _VERSION),
         sources=ctx.refs(t, where),
+        cmake=tuple(_specifier(s, f"{where}: cmake") for s in _strs(t, "cmake", where, _ANY)),
     )
+
+
+def _specifier(text: str, where: str) -> str:
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier as exc:
+        raise KnowledgeError(f"{where} {text!r} is not a version specifier") from exc
+    return text
 
 
 def _floor(ctx: _Ctx, t: Mapping[str, Any], where: str) -> DriverFloor:

@@ -79,6 +79,8 @@ class ArchSuffix:
     first_cc: str  # "9.0"
     min_cuda: str  # "12.0"
     sources: tuple[str, ...]
+    # the CMake versions whose CMAKE_CUDA_ARCHITECTURES takes it, as specifier sets (any of them)
+    cmake: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
