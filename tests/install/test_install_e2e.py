@@ -91,7 +91,9 @@ def test_unreachable_index_fails_fast_with_one_line(
 def test_failure_after_torch_landed_rolls_back(
     venv: Path, plan_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (venv / ".lock").unlink(missing_ok=True)  # a venv uv never installed into
     before = packages(venv)
+    tree = tree_hash(venv)
     seen: dict[str, str] = {}
 
     def swapped(result: Any, torch: Any, after: Any) -> tuple[list[Finding], list[str]]:
@@ -107,6 +109,9 @@ def test_failure_after_torch_landed_rolls_back(
     assert errors == ["error: cpu-only-torch: injected swap"]
     assert seen["torch"] == "2.13.0+cpu"
     assert packages(venv) == before
+    # uv's empty .lock in the venv's root stayed behind
+    assert not (venv / ".lock").exists()
+    assert tree_hash(venv) == tree
     attempt = Ledger().latest(kind="install")
     assert attempt is not None
     assert attempt.status == "failed"

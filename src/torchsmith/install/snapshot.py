@@ -62,10 +62,19 @@ def _store_for(site_packages: tuple[str, ...]) -> Path:
     site = Path(site_packages[0])
     if _device(base) == _device(site):
         return base
-    for root in site.parents:
-        if is_environment(root):
-            return root / ".torchsmith-snapshots"
-    return base
+    root = _environment_root(site_packages)
+    return root / ".torchsmith-snapshots" if root else base
+
+
+def _environment_root(site_packages: tuple[str, ...]) -> Path | None:
+    """The folder holding pyvenv.cfg or conda-meta above the first site-packages, if any."""
+    if not site_packages:
+        return None
+    return next((r for r in Path(site_packages[0]).parents if is_environment(r)), None)
+
+
+# the empty lock file uv leaves in an environment's root, even when its install fails
+UV_LOCK = ".lock"
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
         "files": entries,
         "site_files": inside,
         "site_links": links,
+        "root_lock": bool((env := _environment_root(site_packages)) and (env / UV_LOCK).exists()),
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return Snapshot(str(dest), site_packages, package_set(dists), len(stored))
@@ -187,6 +197,7 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
         if exact:
             _remove_added(sites, set(kept) | set(links))
+            _remove_uv_lock(sites, data)
         for link, target in links.items():
             if not link.is_symlink() or str(link.readlink()) != target:
                 _clear(link)
@@ -231,6 +242,17 @@ def _remove_added(sites: tuple[str, ...], known: set[Path]) -> None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             _prune(path.parent, roots)
+
+
+def _remove_uv_lock(sites: tuple[str, ...], data: dict[str, object]) -> None:
+    """The empty ``.lock`` uv made in the environment's root, where the snapshot saw none."""
+    env = _environment_root(sites)
+    if env is None or data.get("root_lock", True):
+        return
+    lock = env / UV_LOCK
+    with contextlib.suppress(OSError):
+        if lock.is_file() and not lock.is_symlink() and lock.stat().st_size == 0:
+            lock.unlink()
 
 
 def _clear(target: Path) -> None:
