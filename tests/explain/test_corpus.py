@@ -60,14 +60,16 @@ def test_every_case_follows_the_case_format() -> None:
 def test_corpus_accuracy(scores: dict[str, SplitScore], split: str) -> None:
     s = scores[split]
     print(s.line(split))
-    assert not s.false_alarms, s.false_alarms
     if split == "train":
+        # a studied false alarm stays listed too (a healthy log whose error line is real)
+        wrong = [*s.misses, *s.false_alarms]
         known = known_train_misses()
-        new = [m for m in s.misses if m.partition(":")[0] not in known]
+        new = [m for m in wrong if m.partition(":")[0] not in known]
         assert not new, f"train cases that used to be right: {new}"
-        fixed = known - {m.partition(":")[0] for m in s.misses}
+        fixed = known - {m.partition(":")[0] for m in wrong}
         assert not fixed, f"now right, delete their lines from train_misses.txt: {sorted(fixed)}"
     else:
+        assert not s.false_alarms, s.false_alarms
         # held-out misses are not printed: whoever studies one must move it to train (README)
         assert s.top1 >= GOAL, "held-out top-1 below the goal"
 
