@@ -213,3 +213,34 @@ def test_round_27_rules_stay_out_of_nearby_logs() -> None:
             assert top == lead, name
         else:
             assert top not in NEW_RULES, name
+
+
+# Round 28's review (nearby/README.md): each log's leading rule, None for a log with no diagnosis.
+ROUND_28_NEARBY = {
+    "r28-tn-hatch-build.log": "deps.no-torch-in-build-env",  # a build helper, not the program
+    "r28-tn-setup-helper.log": "deps.no-torch-in-build-env",
+    "r28-tn-docker-compose.log": "deps.torch-not-installed",
+    "r28-tn-program-win.log": "deps.torch-not-installed",
+    # the project's own template error, not the host compiler
+    "r28-hdr-project-instantiation-new.log": "symptom.ninja-stopped",
+    "r28-hdr-real-gcc8.log": "compiler.nvcc-rejects-host-headers",
+    "r28-tv-warning-then-segfault-ops.log": "abi.torchvision-ops",
+    "r28-tv-warning-only-healthy.log": None,
+    "r28-comp-local-shadow.log": "symptom.uncaught-exception",  # a torchvision.py of the user's
+    "r28-pyg-uv.log": "install.pyg-wheel-needs-its-index",
+    "r28-uvs-xformers-mac.log": "install.installer-python-range",  # the index serves xformers
+    "r28-nvcc-cxx20.log": "symptom.ninja-stopped",  # the project's c++20, not torch's headers
+    "r28-ld-zh-nonlinker.log": None,
+    "r28-cpu-timestamps.log": "general.runs-on-cpu",
+    "r28-cpu-isaac-ok.log": None,
+    "r28-sm-uv.log": "deps.submodule-missing",
+    "r28-sm-deps-folder-wrongdir.log": "generic.ended-in-error",
+    "r28-uvb-offline.log": "deps.uv-offline-cache-miss",
+    "r28-java-quoted-sig.log": "install.java-runtime-too-old",
+}
+
+
+def test_round_28_rules_on_nearby_logs() -> None:
+    for name, lead in ROUND_28_NEARBY.items():
+        diagnoses = explain_text((NEARBY / name).read_text(encoding="utf-8")).diagnoses
+        assert (diagnoses[0].rule if diagnoses else None) == lead, name
