@@ -82,6 +82,21 @@ def test_failed_build_is_explained_and_recorded(tmp_path: Path) -> None:
     assert ledger.get(result.attempt_id or -1).status == "failed"
 
 
+@pytest.mark.integration
+@needs_cuda
+def test_a_configure_cmake_refuses_is_explained(tmp_path: Path) -> None:
+    # torchsmith's GPU run forced --cc 10.0f through CMake 4.0.0: configure failed and the result
+    # named no cause. 86-PTX (TORCH_CUDA_ARCH_LIST's +PTX written CMake's way) fails every CMake.
+    tree = copy_project("tinycuda", tmp_path)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    result = run_build(cmake_config(tree, ("86-PTX",)), ledger=ledger, log_dir=tmp_path / "logs")
+    assert result.status == "failed"
+    assert [s.name for s in result.steps] == ["configure"]
+    assert result.diagnoses, Path(result.log_path).read_text()[-2000:]
+    assert result.diagnoses[0].rule == "deps.cmake-cuda-arch-value"
+    assert result.diagnoses[0].values["value"] == "86-PTX"
+
+
 # What cmd's `set` prints (cmd /u: UTF-16LE, CRLF), the shape vcvars64.bat leaves it in: a
 # Windows-only tool, so the cmd.exe below is a stand-in that prints exactly that.
 VS_SET = (

@@ -79,12 +79,32 @@ def test_utf16_split_across_chunks(tmp_path: Path) -> None:
         "#9 1.385 ",
         "##[error]",
         "[2024-05-01 12:00:00] ",
+        "19:38:40.130 ",  # torchsmith build's own log (util/stream.py)
     ],
 )
 def test_timestamp_prefixes(tmp_path: Path, prefix: str) -> None:
     log = tmp_path / "log.txt"
     log.write_text("".join(prefix + line + "\n" for line in LOG.splitlines()))
     assert _top(log) == ("gpu-out-of-memory", 3, OOM)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "real-time-voice-cloning-172-no-module-torch",  # a next pattern over a traceback
+        "threestudio-420-tinycudann-gcc11",
+        "uv-12620-markupsafe-torch-index-cp313",
+        "tiny-tensorrt-20-ld-cannot-find-lnvinfer",  # a tail rule would answer without the fix
+    ],
+)
+def test_torchsmith_build_log_prefix_reads_like_the_plain_log(tmp_path: Path, case: str) -> None:
+    # a configure CMake refused in torchsmith's own build log was not explained: its "12:00:01.123 "
+    # prefix kept ^-anchored patterns from matching, and a line of only the prefix was not blank
+    plain = (CORPUS / case / "log.txt").read_text(encoding="utf-8")
+    log = tmp_path / "build.log"
+    log.write_text("".join(f"19:38:40.130 {line}\n" for line in plain.splitlines()), "utf-8")
+    want = [d.rule for d in explain_text(plain).diagnoses]
+    assert [d.rule for d in explain_files([str(log)]).diagnoses] == want
 
 
 def test_interleaved_parallel_output_and_small_chunks(tmp_path: Path) -> None:

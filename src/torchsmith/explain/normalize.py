@@ -2,7 +2,8 @@
 
 Removes ANSI colour and cursor sequences, keeps the last segment of a CR-overwritten line
 (progress bars), and strips the prefixes CI systems and tools put before every line: GitHub Actions
-timestamps, ``[12:00:01]`` clocks, Docker BuildKit step prefixes, ``##[error]`` markers.
+timestamps, ``[12:00:01]`` clocks, the ``12:00:01.123`` of torchsmith's own build logs, Docker
+BuildKit step prefixes, ``##[error]`` markers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ _PREFIXES = re.compile(
         \d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s  # ISO timestamps
       | \[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s*  # [2024-05-01 12:00:00]
       | \[\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s*  # [12:00:01]
+      | \d\d:\d\d:\d\d\.\d{3}\s  # 12:00:01.123: torchsmith build's own log (util/stream.py)
       | \#\d+\s\d+\.\d+\s  # BuildKit: #9 1.385
       | \#\#\[(?:error|warning|group|endgroup)\]  # GitHub markers
     )+""",

@@ -25,6 +25,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.rules import Rule
 
 PLAN_MIN_CHUNK = 2 * 1024 * 1024  # chunks at least this big get a sampled trigger plan
@@ -156,7 +157,8 @@ def next_lines(chunk: bytes, end: int) -> bytes:
         if end == -1:
             end = len(chunk)
         line = chunk[start:end]
-        if line.strip():
+        # blank as a person reads it: a line with only a timestamp prefix (normalize) is blank too
+        if line.strip() and clean_line(line):
             found.append(line)
         else:
             blank += 1
