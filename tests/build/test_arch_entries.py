@@ -98,12 +98,16 @@ def with_cmake(probe: Probe, version: str | None) -> Probe:
             "3.24.3",
             "9.0a",
             "error",
-            "CMake 3.24.3 rejects it at configure; the first CMake that takes it is 3.25",
+            "CMake 3.24.3 rejects it at configure; the first CMake that takes it is 3.25.0",
         ),
         ("3.25.1", "10.0f", "error", "CMake 3.25.1 rejects it"),
         ("3.31.6", "10.0f", "error", "the first CMakes that take it are 3.31.8 and 4.0.2"),
         ("4.0.0", "10.0f", "error", "CMake 4.0.0 rejects it"),
         (None, "10.0f", "warning", "an older CMake rejects it"),
+        # audit: Visual Studio's CMake and a nightly's date patch were said to reject it
+        ("4.1.20250601-g1234abc", "9.0a", "warning", "cannot tell whether CMake 4.1.20250601"),
+        ("3.25.0-rc1", "9.0a", None, ""),  # the 90a check is in v3.25.0-rc1
+        ("3.29.5-msvc4", "9.0a", None, ""),
         ("3.25.0", "9.0a", None, ""),
         ("3.31.10", "10.0f", None, ""),
         ("4.0.2", "10.0f", None, ""),
@@ -121,7 +125,8 @@ def test_suffix_entry_against_the_probed_cmake(
     (finding,) = found
     assert finding.severity == severity
     assert said in finding.message
-    assert "pip install 'cmake>=" in finding.fix
+    assert 'pip install "cmake>=' in finding.fix  # double quotes: cmd redirects on > otherwise
+    assert finding.source == "cmake_cuda_arch_validate"
 
 
 def test_the_machines_cmake_agrees_with_the_knowledge_base(kb: Knowledge, tmp_path: Path) -> None:

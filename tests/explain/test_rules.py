@@ -9,6 +9,7 @@ import pytest
 from torchsmith.explain.engine import Explainer, match_line
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
+from torchsmith.knowledge import load_knowledge
 from torchsmith.taxonomy import CATEGORIES
 
 RULES = load_rules()
@@ -143,3 +144,20 @@ def test_text_of_refuses_a_missing_rule_or_a_second_text(extra: str, message: st
 
     with pytest.raises(KnowledgeError, match=message):
         parse_family("t", _with_second_rule(extra))
+
+
+def test_no_such_pytorch_index_knows_the_variants_the_knowledge_base_knows() -> None:
+    # install.no-such-pytorch-index calls cu131 a variant that does not exist: its list of the
+    # variants from cu117 on must be the knowledge base's, or a new index would be called missing
+    kb = load_knowledge()
+    known = {
+        w.variant for w in kb.wheels if w.variant.startswith("cu") and int(w.variant[2:]) >= 117
+    }
+    (rule,) = [r for r in load_rules() if r.id == "install.no-such-pytorch-index"]
+    listed = re.search(r"\(\?!\(\?:([\d|]+)\)", rule.patterns[1].pattern)
+    assert listed is not None
+    assert {f"cu{v}" for v in listed.group(1).split("|")} == known
+    for variant in sorted(known):
+        assert not any(p.search(f"download.pytorch.org/whl/{variant}") for p in rule.patterns)
+    for variant in ("cu122", "cu131", "cu12", "cu12.6"):
+        assert any(p.search(f"download.pytorch.org/whl/{variant} ") for p in rule.patterns)

@@ -9,6 +9,7 @@ second and put the first's file back, though the first kept its version.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 from tests.install.conftest import fresh_venv
 from torchsmith.errors import InputError
 from torchsmith.install import executor, snapshot
+from torchsmith.install.model import InstallResult
 from torchsmith.ledger import Ledger
 
 pytestmark = pytest.mark.integration
@@ -164,3 +166,44 @@ def test_a_snapshot_stays_on_the_environments_filesystem(
         assert snapshot.differences(taken.path) == []
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_undoing_removes_only_the_empty_lock_uv_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # audit: the lock was looked for above the first site-packages (another venv's, with
+    # PYTHONPATH) and removed for a build's pip and in conda, where uv makes none there
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    root = tmp_path / "env"
+    site = root / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    lock = root / snapshot.UV_LOCK
+    sites = (str(site),)
+
+    def undo(*, uv_lock: Path | None, made: str | None, before: bool = False) -> bool:
+        lock.unlink(missing_ok=True)
+        if before:
+            lock.write_text("")
+        taken = snapshot.take(sites, uv_lock=uv_lock)
+        if made is not None:
+            lock.write_text(made)
+        snapshot.restore(taken.path, exact=True)
+        return lock.exists()
+
+    assert not undo(uv_lock=lock, made="")  # uv made it: gone
+    assert undo(uv_lock=lock, made="held")  # not empty: not uv's lock file as it leaves it
+    assert undo(uv_lock=None, made="")  # a build's pip, or conda: no uv lock noted
+    assert undo(uv_lock=lock, made=None, before=True)  # there before the install
+
+
+def test_the_uv_lock_is_the_target_venvs_own(tmp_path: Path) -> None:
+    root = tmp_path / "venv"
+    (root / "bin").mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    python = str(root / "bin" / "python")
+    uv = InstallResult(python=python, installer="uv", status="planned", torch=None, variant="cpu")
+    assert executor._uv_lock(uv) == root / ".lock"
+    assert executor._uv_lock(dataclasses.replace(uv, installer="pip")) is None
+    conda = dataclasses.replace(uv, python=str(tmp_path / "conda" / "bin" / "python"))
+    assert executor._uv_lock(conda) is None

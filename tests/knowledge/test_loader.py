@@ -127,3 +127,12 @@ def test_sources_have_url_title_date_and_status() -> None:
             "secondary",
             "unverified",
         }
+
+
+@pytest.mark.parametrize("spec", ["~=3.25", "==3.25.*", ">3.24.99", "not a version"])
+def test_a_cmake_range_needs_a_floor(texts: dict[str, str], spec: str) -> None:
+    # audit: "~=3.25" loaded, then crashed the build configuration, which names the first CMake
+    doc = texts["cuda_toolkits.toml"]
+    texts["cuda_toolkits.toml"] = doc.replace('cmake = [">=3.25.0rc1"]', f'cmake = ["{spec}"]', 1)
+    with pytest.raises(KnowledgeError, match=r"arch_suffix.{0,20}: cmake"):
+        parse(texts)

@@ -280,22 +280,32 @@ def _entry_findings(
                 else f"the first CMakes that take it are {' and '.join(firsts)}"
             )
             kind = "arch-specific" if suffix == "a" else "family-specific"
-            instead = f"the plain {entry_cc(entry)}"
+            ptx = "+PTX" if entry.endswith("+PTX") else ""
+            instead = f"the plain {entry_cc(entry)}{ptx}"
             if suffix == "f" and (kb.cmake_takes("a", cmake) if cmake else None) is not False:
-                instead = f"{entry_cc(entry)}a (one compute capability) or {instead}"
+                instead = f"{entry_cc(entry)}a{ptx} (one compute capability) or {instead}"
             digits = entry_sm(entry).removeprefix("sm_")
-            said = (
-                f"CMake {cmake} rejects it at configure" if cmake else "an older CMake rejects it"
-            )
+            if takes is False:
+                said = f"CMake {cmake} rejects it at configure"
+            elif cmake:
+                said = (
+                    f"torchsmith cannot tell whether CMake {cmake} takes it (older ones reject it)"
+                )
+            else:
+                said = "an older CMake rejects it"
+            where = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), None)
             out.append(
                 Finding(
                     "unknown-build-option",
                     "error" if takes is False else "warning",
                     f"TORCH_CUDA_ARCH_LIST entry {entry} goes to CMAKE_CUDA_ARCHITECTURES as "
                     f"{digits}, {kind} code: {said}; {first}",
-                    f"install a CMake that takes it (pip install 'cmake>={firsts[-1]}'), or "
-                    f"build {instead} instead",
+                    # double quotes: cmd reads > in single quotes as a redirection
+                    f'install a CMake that takes it (pip install "cmake>={firsts[-1]}", ahead of '
+                    f"{where or 'the cmake on PATH'}), or build {instead} instead (--cc, or that "
+                    "entry of TORCH_CUDA_ARCH_LIST)",
                     subject="TORCH_CUDA_ARCH_LIST",
+                    source=known.sources[-1] if known.sources else None,
                 )
             )
     return out

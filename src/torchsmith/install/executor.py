@@ -193,7 +193,17 @@ def _record_environment(
     """The target's site-packages, and a snapshot of them to put back."""
     sites = _site_packages(result.python, f"--python {result.python}")
     on_step("recording the environment")
-    return sites, snapshot.take(sites)
+    return sites, snapshot.take(sites, uv_lock=_uv_lock(result))
+
+
+def _uv_lock(result: InstallResult) -> Path | None:
+    """Where uv puts its lock when it installs into the target: the root of a virtual
+    environment (bin/python or Scripts\\python.exe below pyvenv.cfg); None for pip, or a target
+    that is not a virtual environment (uv then locks a file in the temp folder)."""
+    if result.installer != "uv":
+        return None
+    root = Path(result.python).parent.parent
+    return root / snapshot.UV_LOCK if (root / "pyvenv.cfg").is_file() else None
 
 
 def _site_packages(python: str, said_as: str) -> tuple[str, ...]:

@@ -73,7 +73,8 @@ def _environment_root(site_packages: tuple[str, ...]) -> Path | None:
     return next((r for r in Path(site_packages[0]).parents if is_environment(r)), None)
 
 
-# the empty lock file uv leaves in an environment's root, even when its install fails
+# the empty lock file uv leaves in a virtual environment's root (sys.prefix), even when its install
+# fails; in a conda environment uv locks a file in the temp folder instead
 UV_LOCK = ".lock"
 
 
@@ -85,10 +86,14 @@ class Snapshot:
     files: int
 
 
-def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
+def take(
+    site_packages: tuple[str, ...], root: Path | None = None, *, uv_lock: Path | None = None
+) -> Snapshot:
     """Keep every file under ``site_packages`` (whoever owns it: a dist-info or egg-info
     package, or a file of the user's) and every file a distribution's RECORD lists outside it
-    (its scripts in bin/), each stored once; symlinks are kept as links."""
+    (its scripts in bin/), each stored once; symlinks are kept as links. ``uv_lock``: the lock
+    file uv will make in the virtual environment it installs into, noted with whether it is
+    there now, so that undoing a failed install removes it only when uv made it."""
     dists = read_dists(site_packages)
     base = root or _store_for(site_packages)
     base.mkdir(parents=True, exist_ok=True)
@@ -128,7 +133,8 @@ def take(site_packages: tuple[str, ...], root: Path | None = None) -> Snapshot:
         "files": entries,
         "site_files": inside,
         "site_links": links,
-        "root_lock": bool((env := _environment_root(site_packages)) and (env / UV_LOCK).exists()),
+        "uv_lock": str(uv_lock) if uv_lock else None,
+        "uv_lock_there": bool(uv_lock and (uv_lock.exists() or uv_lock.is_symlink())),
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return Snapshot(str(dest), site_packages, package_set(dists), len(stored))
@@ -197,7 +203,7 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
         if exact:
             _remove_added(sites, set(kept) | set(links))
-            _remove_uv_lock(sites, data)
+            _remove_uv_lock(data)
         for link, target in links.items():
             if not link.is_symlink() or str(link.readlink()) != target:
                 _clear(link)
@@ -244,12 +250,13 @@ def _remove_added(sites: tuple[str, ...], known: set[Path]) -> None:
             _prune(path.parent, roots)
 
 
-def _remove_uv_lock(sites: tuple[str, ...], data: dict[str, object]) -> None:
-    """The empty ``.lock`` uv made in the environment's root, where the snapshot saw none."""
-    env = _environment_root(sites)
-    if env is None or data.get("root_lock", True):
+def _remove_uv_lock(data: dict[str, object]) -> None:
+    """The empty ``.lock`` uv made in the virtual environment it installed into, where the
+    snapshot saw none (snapshots that noted no uv lock, as for a build's pip, keep it)."""
+    path = data.get("uv_lock")
+    if not isinstance(path, str) or data.get("uv_lock_there", True):
         return
-    lock = env / UV_LOCK
+    lock = Path(path)
     with contextlib.suppress(OSError):
         if lock.is_file() and not lock.is_symlink() and lock.stat().st_size == 0:
             lock.unlink()

@@ -252,12 +252,12 @@ class Knowledge:
         """Whether this CMake's CMAKE_CUDA_ARCHITECTURES takes an a/f entry (90a-real, 100f-real);
         None where the KB does not say or the version does not parse."""
         known = self.arch_suffix(suffix)
-        try:
-            version = Version(cmake_version)
-        except InvalidVersion:
+        # the leading release (Visual Studio's CMake says 3.29.5-msvc4); a nightly's date patch
+        # (4.1.20250601-g1234abc) says nothing about which fixes it has
+        found = re.match(r"(\d+)\.(\d+)\.(\d+)(-?rc\d+)?(?![\d.])", cmake_version.strip())
+        if known is None or not known.cmake or found is None or int(found.group(3)) >= 20000000:
             return None
-        if known is None or not known.cmake:
-            return None
+        version = Version(found.group(0))
         return any(SpecifierSet(s).contains(version, prereleases=True) for s in known.cmake)
 
     def source_build_range(self, torch_version: str) -> SourceBuildRange | None:

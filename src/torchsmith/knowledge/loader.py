@@ -355,10 +355,13 @@ def _arch_suffix(ctx: _Ctx, t: Mapping[str, Any], where: str) -> ArchSuffix:
 
 
 def _specifier(text: str, where: str) -> str:
+    """A specifier set with a >= floor (build config names the first version that takes it)."""
     try:
-        SpecifierSet(text)
+        specs = SpecifierSet(text)
     except InvalidSpecifier as exc:
         raise KnowledgeError(f"{where} {text!r} is not a version specifier") from exc
+    if not any(s.operator == ">=" for s in specs):
+        raise KnowledgeError(f"{where} {text!r} has no >= floor")
     return text
 
 
