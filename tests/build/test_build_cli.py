@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.build.configs import NVCC, commit_all, copy_project
 from torchsmith.cli import main
+from torchsmith.knowledge import load_knowledge
 from torchsmith.ledger import Ledger
 
 PROJECTS = Path(__file__).parent / "projects"
@@ -172,6 +174,25 @@ def test_emit_with_json_is_an_envelope(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 0
     assert doc["data"]["shell"] == "bash"
     assert doc["data"]["script"].startswith("#!/usr/bin/env bash")
+
+
+@pytest.mark.integration
+@needs_cuda
+def test_emit_says_what_preflight_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Audit: --emit wrote a script whose configure this machine's CMake refuses, without a word."""
+    tree = copy_project("tinycuda", tmp_path)
+    cmake = subprocess.run(["cmake", "--version"], capture_output=True, text=True, check=True)
+    takes = load_knowledge().cmake_takes("f", cmake.stdout.split()[2])
+    code = main(["build", str(tree), "--cc", "10.0f", "--cache", "none", "--emit", "bash"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "100f-real" in captured.out
+    assert ("warning: preflight: TORCH_CUDA_ARCH_LIST entry 10.0f" in captured.err) is (not takes)
+    code = main(
+        ["build", str(tree), "--cc", "10.0f", "--cache", "none", "--emit", "bash", "--json"]
+    )
+    found = json.loads(capsys.readouterr().out)["data"]["preflight"]
+    assert bool(found) is (not takes)
 
 
 @pytest.mark.integration

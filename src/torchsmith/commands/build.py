@@ -21,6 +21,8 @@ from torchsmith.commands.common import (
     json_option,
 )
 from torchsmith.errors import InputError, UsageError
+from torchsmith.probe.model import Finding
+from torchsmith.util.serialize import to_jsonable
 
 
 def _sets(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -42,7 +44,15 @@ def _shared_cache(config: BuildConfig, url: str) -> BuildConfig:
     return with_shared_cache(config, url)
 
 
-def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: bool) -> None:
+def _emit_script(
+    config: BuildConfig,
+    shell: str,
+    output: Path | None,
+    as_json: bool,
+    blockers: tuple[Finding, ...],
+) -> None:
+    """Write the script. Preflight's errors do not stop it (the script may go to another
+    machine), but they are said: a script written without a word would fail where they said."""
     from torchsmith import platforms  # noqa: PLC0415
     from torchsmith.build.scripts import write_script  # noqa: PLC0415
 
@@ -52,11 +62,23 @@ def _emit_script(config: BuildConfig, shell: str, output: Path | None, as_json: 
     if as_json:  # the script inside the envelope, and where it was written
         emit(
             "build",
-            {"shell": shell, "output": None if output is None else str(output), "script": text},
+            {
+                "shell": shell,
+                "output": None if output is None else str(output),
+                "script": text,
+                "preflight": [to_jsonable(f) for f in blockers],
+            },
             as_json=True,
             render=lambda _result, _console: None,
         )
-    elif output is None:
+        return
+    for finding in blockers:
+        click.echo(
+            f"warning: preflight: {finding.message}; the script will fail on this machine as it "
+            f"is: {finding.fix}",
+            err=True,
+        )
+    if output is None:
         click.echo(text, nl=False)
     else:
         click.echo(f"wrote {output} ({shell})", err=True)
@@ -241,7 +263,7 @@ def build(
     plan = configure()
     config, findings = plan.config, plan.findings
     if emit_shell is not None:
-        _emit_script(config, emit_shell, output, as_json)
+        _emit_script(config, emit_shell, output, as_json, blocking(findings))
         return
     if dry_run:
         emit("build", plan, as_json=as_json, render=render_plan)
