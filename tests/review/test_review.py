@@ -12,7 +12,14 @@ import pytest
 
 from torchsmith.cli import main
 from torchsmith.knowledge import load_knowledge
-from torchsmith.review.checks import parse_arch_list, parse_cmake_archs, toolkit_version_of
+from torchsmith.plan.model import GpuTarget, MachineFacts
+from torchsmith.review import review_text
+from torchsmith.review.checks import (
+    Target,
+    parse_arch_list,
+    parse_cmake_archs,
+    toolkit_version_of,
+)
 from torchsmith.review.parse import detect_dialect, logical_lines, parse_section
 from torchsmith.review.switches import from_knowledge, from_tree
 
@@ -457,3 +464,26 @@ def test_a_sound_arch_specific_list_is_kept_in_the_corrected_command(
     _, data = _review(capsys, str(script), "--gpu", "H100")
     (section,) = data["data"]["sections"]
     assert section["corrected"]["build_args"][1:] == ["--cc", "9.0a"]
+
+
+@pytest.mark.parametrize(("cmake", "refused"), [("3.25.1", True), ("4.0.2", False), (None, False)])
+def test_a_cmake_entry_this_machines_cmake_refuses(cmake: str | None, refused: bool) -> None:
+    # audit: build refused --cc 10.0f on CMake 3.25.1 while review of a script passing 100f-real to
+    # the same CMake said "no problems found"
+    b200 = GpuTarget(name="NVIDIA B200", vendor="nvidia", compute_capability="10.0")
+    facts = MachineFacts(os="linux", arch="x86_64", gpus=(b200,), cmake=cmake)
+    result = review_text(
+        "cmake -S . -B build -DCMAKE_CUDA_ARCHITECTURES=100f-real\ncmake --build build\n",
+        filename="build.sh",
+        target=Target(facts),
+        kb=load_knowledge(),
+        switches=from_knowledge(),
+        plan=None,
+    )
+    said = [
+        f.finding for s in result.sections for f in s.findings if "refuses" in f.finding.message
+    ]
+    assert bool(said) is refused
+    if refused:
+        assert "first CMakes that take them: 3.31.8 and 4.0.2" in said[0].message
+        assert 'pip install "cmake>=4.0.2"' in said[0].fix

@@ -63,6 +63,7 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
     )
     gcc = next((c for c in probe.compilers if c.name in ("gcc", "g++") and c.version), None)
     msvc = next((c for c in probe.compilers if c.name == "msvc" and c.version), None)
+    cmake = next((t.version for t in probe.build_tools if t.name == "cmake" and t.path), None)
     return MachineFacts(
         os=probe.host.os,
         arch=norm_arch(probe.host.arch),
@@ -72,6 +73,7 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
         cuda_toolkits=toolkits,
         gcc_major=_major(gcc.version) if gcc and gcc.version else None,
         msc_ver=_msc_ver(msvc.details.get("msc_ver")) if msvc else None,
+        cmake=cmake,
         origin=origin,
         notes=tuple(notes),
     )
@@ -125,6 +127,8 @@ def apply_what_if(facts: MachineFacts, what: WhatIf, kb: Knowledge) -> MachineFa
         changes["cuda_toolkits"] = tuple(validate_toolkit(t) for t in what.cuda_toolkits)
     if not changes:
         return facts
+    if changes.get("os", facts.os) != facts.os or changes.get("arch", facts.arch) != facts.arch:
+        changes["cmake"] = None  # this machine's CMake says nothing of another platform's
     origin: Origin = "what-if" if facts.origin == "live" else facts.origin
     return dataclasses.replace(facts, origin=origin, **changes)  # type: ignore[arg-type]
 

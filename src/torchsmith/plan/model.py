@@ -53,6 +53,7 @@ class MachineFacts:
     cuda_toolkits: tuple[str, ...] = ()  # installed toolkits: "12.4", "13.0"
     gcc_major: int | None = None
     msc_ver: int | None = None
+    cmake: str | None = None  # the cmake first on PATH: "3.25.1"; None when unknown
     origin: Origin = "live"
     notes: tuple[str, ...] = ()  # what could not be probed, and similar
 

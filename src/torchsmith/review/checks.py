@@ -184,6 +184,8 @@ def check_archs(
                 )
             continue
         sass, ptx = parsed
+        if setting.key in CMAKE_ARCH_KEYS:
+            yield from _cmake_refuses(setting, config, target, kb, sass + ptx)
         for name in dict.fromkeys(sass):
             problem = specific_entry_problem(sm_entry(name), kb)
             if problem:
@@ -224,6 +226,39 @@ def check_archs(
                     "PTX compiled at run time (slow first run, slower kernels)",
                     _arch_fix(setting.key, gpus),
                 )
+
+
+def _cmake_refuses(
+    setting: Setting, config: ExtractedConfig, target: Target, kb: Knowledge, names: list[str]
+) -> Iterator[LineFinding]:
+    """An a/f entry the machine's CMake refuses at configure (arch_suffix's cmake versions; the
+    same check as build's configuration). Said only where the CMake's version is known."""
+    cmake = target.facts.cmake
+    if cmake is None:
+        return
+    for suffix in sorted({n[-1] for n in names if n[-1] in "af"}):
+        if kb.cmake_takes(suffix, cmake) is not False:
+            continue
+        known = kb.arch_suffix(suffix)
+        firsts = (
+            [m.group(1) for s in known.cmake if (m := re.search(r">=\s*([\d.]+)", s))]
+            if known
+            else []
+        )
+        kind = "arch-specific" if suffix == "a" else "family-specific"
+        yield _at(
+            setting.line,
+            config,
+            setting.key,
+            "unknown-build-option",
+            "error",
+            f"{setting.key}={setting.value}: CMake {cmake}, this machine's, refuses {kind} "
+            f"entries at configure; the first CMakes that take them: "
+            f"{' and '.join(firsts) or 'newer ones'}",
+            f'install a CMake that takes them (pip install "cmake>={firsts[-1]}")'
+            if firsts
+            else "install a newer CMake",
+        )
 
 
 def _arch_fix(key: str, gpus: list[GpuTarget]) -> str:
