@@ -237,6 +237,12 @@ ROUND_28_NEARBY = {
     "r28-sm-deps-folder-wrongdir.log": "generic.ended-in-error",
     "r28-uvb-offline.log": "deps.uv-offline-cache-miss",
     "r28-java-quoted-sig.log": "install.java-runtime-too-old",
+    # round 29's review: torchsmith's own build-log clock, and DGL's optional plugin
+    "r29-ts-next-true-then-false.log": None,  # True, then another statement's False
+    "r29-ts-count1-current0.log": None,  # a count of 1, then current_device()'s 0
+    "r29-ts-next-false.log": "general.cuda-not-available-printed",
+    "r29-dgl-cuda.log": None,
+    "r29-dgl-cudacpp.log": None,
 }
 
 
