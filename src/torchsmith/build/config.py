@@ -273,7 +273,7 @@ def _entry_findings(
             known = kb.arch_suffix(suffix)
             if takes or known is None or not known.cmake:
                 continue
-            firsts = [m.group(1) for s in known.cmake if (m := re.search(r">=\s*([\d.]+)", s))]
+            firsts = kb.cmake_firsts(suffix)
             first = (
                 f"the first CMake that takes it is {firsts[0]}"
                 if len(firsts) == 1

@@ -260,6 +260,13 @@ class Knowledge:
         version = Version(found.group(0))
         return any(SpecifierSet(s).contains(version, prereleases=True) for s in known.cmake)
 
+    def cmake_firsts(self, suffix: str) -> tuple[str, ...]:
+        """The first CMake of each range that takes an a/f entry ("3.31.8", "4.0.2"): the >=
+        floor of each specifier set (the loader requires one)."""
+        known = self.arch_suffix(suffix)
+        found = (re.search(r">=\s*([\d.]*\d)", s) for s in (known.cmake if known else ()))
+        return tuple(m.group(1) for m in found if m)
+
     def source_build_range(self, torch_version: str) -> SourceBuildRange | None:
         """The CUDA toolkits a source build of this torch (any patch of its minor) accepts."""
         minor = minor_of(torch_version)

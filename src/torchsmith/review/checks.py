@@ -239,12 +239,7 @@ def _cmake_refuses(
     for suffix in sorted({n[-1] for n in names if n[-1] in "af"}):
         if kb.cmake_takes(suffix, cmake) is not False:
             continue
-        known = kb.arch_suffix(suffix)
-        firsts = (
-            [m.group(1) for s in known.cmake if (m := re.search(r">=\s*([\d.]+)", s))]
-            if known
-            else []
-        )
+        firsts = kb.cmake_firsts(suffix)
         kind = "arch-specific" if suffix == "a" else "family-specific"
         yield _at(
             setting.line,
