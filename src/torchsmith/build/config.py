@@ -28,7 +28,13 @@ from torchsmith.build.targets import (
 from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
-from torchsmith.knowledge.compat import entry_cc, entry_sm, specific_entry_problem, split_entry
+from torchsmith.knowledge.compat import (
+    entry_cc,
+    entry_sm,
+    specific_entry_problem,
+    specific_kind,
+    split_entry,
+)
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe, ToolInfo
 
 GB = 1024**3
@@ -147,15 +153,14 @@ def make_config(
     )
     if windows:
         _windows(project, probe, facts, acc)
-    cmake = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), "cmake")
     steps = _steps(
         project,
         python=python,
         jobs=jobs,
-        cmake=cmake,
+        cmake=(found.path if (found := probe.build_tool("cmake")) else None) or "cmake",
         cmake_args=cmake_args,
         windows=windows,
-        has_ninja=any(t.name == "ninja" and t.path for t in probe.build_tools),
+        has_ninja=probe.build_tool("ninja") is not None,
         has_setup=project.build_system == "setup.py",
         acc=acc,
     )
@@ -254,7 +259,8 @@ def _entry_findings(
     CMake project, an a/f entry the probed CMake's CMAKE_CUDA_ARCHITECTURES rejects at configure
     (arch_suffix's cmake versions; a warning where the CMake's version is unknown)."""
     out = []
-    cmake = next((t.version for t in probe.build_tools if t.name == "cmake" and t.path), None)
+    tool = probe.build_tool("cmake")
+    cmake = tool.version if tool else None
     for entry in arch_list:
         problem = specific_entry_problem(entry, kb)
         suffix = split_entry(entry)[1]
@@ -279,7 +285,6 @@ def _entry_findings(
                 if len(firsts) == 1
                 else f"the first CMakes that take it are {' and '.join(firsts)}"
             )
-            kind = "arch-specific" if suffix == "a" else "family-specific"
             ptx = "+PTX" if entry.endswith("+PTX") else ""
             instead = f"the plain {entry_cc(entry)}{ptx}"
             if suffix == "f" and (kb.cmake_takes("a", cmake) if cmake else None) is not False:
@@ -293,17 +298,16 @@ def _entry_findings(
                 )
             else:
                 said = "an older CMake rejects it"
-            where = next((t.path for t in probe.build_tools if t.name == "cmake" and t.path), None)
             out.append(
                 Finding(
                     "unknown-build-option",
                     "error" if takes is False else "warning",
                     f"TORCH_CUDA_ARCH_LIST entry {entry} goes to CMAKE_CUDA_ARCHITECTURES as "
-                    f"{digits}, {kind} code: {said}; {first}",
+                    f"{digits}, {specific_kind(suffix)} code: {said}; {first}",
                     # double quotes: cmd reads > in single quotes as a redirection
                     f'install a CMake that takes it (pip install "cmake>={firsts[-1]}", ahead of '
-                    f"{where or 'the cmake on PATH'}), or build {instead} instead (--cc, or that "
-                    "entry of TORCH_CUDA_ARCH_LIST)",
+                    f"{tool.path if tool else 'the cmake on PATH'}), or build {instead} instead "
+                    "(--cc, or that entry of TORCH_CUDA_ARCH_LIST)",
                     subject="TORCH_CUDA_ARCH_LIST",
                     source=known.sources[-1] if known.sources else None,
                 )
@@ -608,7 +612,7 @@ def _pick_launcher(
 
 
 def _ninja(project: Project, probe: Probe, acc: _Acc) -> None:
-    has_ninja = any(t.name == "ninja" and t.path for t in probe.build_tools)
+    has_ninja = probe.build_tool("ninja") is not None
     if project.kind == "cpp_extension":
         if not project.uses_ninja:
             acc.choose(

@@ -121,9 +121,8 @@ def _version(text: str | None) -> tuple[int, ...]:
 
 def _tools(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
     out = []
-    tools = {t.name: t for t in probe.build_tools if t.path}
     uses_cmake = config.project.kind in ("cmake", "pytorch")
-    cmake = tools.get("cmake")
+    cmake = probe.build_tool("cmake")  # the one the steps run
     if uses_cmake and cmake is None:
         out.append(
             Finding(
@@ -151,7 +150,7 @@ def _tools(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
             )
         )
     wants_ninja = config.project.kind != "cpp_extension" or config.project.uses_ninja
-    if wants_ninja and "ninja" not in tools:
+    if wants_ninja and probe.build_tool("ninja") is None:
         out.append(
             Finding(
                 "missing-build-dependency",

@@ -62,15 +62,10 @@ def _store_for(site_packages: tuple[str, ...]) -> Path:
     site = Path(site_packages[0])
     if _device(base) == _device(site):
         return base
-    root = _environment_root(site_packages)
-    return root / ".torchsmith-snapshots" if root else base
-
-
-def _environment_root(site_packages: tuple[str, ...]) -> Path | None:
-    """The folder holding pyvenv.cfg or conda-meta above the first site-packages, if any."""
-    if not site_packages:
-        return None
-    return next((r for r in Path(site_packages[0]).parents if is_environment(r)), None)
+    for root in site.parents:
+        if is_environment(root):
+            return root / ".torchsmith-snapshots"
+    return base
 
 
 # the empty lock file uv leaves in a virtual environment's root (sys.prefix), even when its install

@@ -136,15 +136,19 @@ def torch_cuda_arch_list(ccs: list[str], ptx: bool = False) -> str:
     return ";".join(uniq)
 
 
+def specific_kind(suffix: str) -> str:
+    """What an a/f suffix makes of an entry: 'arch-specific' (9.0a) or 'family-specific'."""
+    return "arch-specific" if suffix == "a" else "family-specific"
+
+
 def specific_entry_problem(entry: str, kb: Knowledge) -> str | None:
     """Why an arch-list entry's a/f suffix cannot exist for its compute capability, if so."""
     cc, suffix = split_entry(entry)
     known = kb.arch_suffix(suffix) if suffix else None
     if known is None or parse_cc(cc) >= parse_cc(known.first_cc):
         return None
-    kind = "arch" if suffix == "a" else "family"
     return (
-        f"{kind}-specific code exists from compute capability {known.first_cc} on (no nvcc "
+        f"{specific_kind(suffix)} code exists from compute capability {known.first_cc} on (no nvcc "
         f"has compute_{cc.replace('.', '')}{suffix})"
     )
 

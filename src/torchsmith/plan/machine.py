@@ -63,7 +63,7 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
     )
     gcc = next((c for c in probe.compilers if c.name in ("gcc", "g++") and c.version), None)
     msvc = next((c for c in probe.compilers if c.name == "msvc" and c.version), None)
-    cmake = next((t.version for t in probe.build_tools if t.name == "cmake" and t.path), None)
+    cmake = probe.build_tool("cmake")
     return MachineFacts(
         os=probe.host.os,
         arch=norm_arch(probe.host.arch),
@@ -73,7 +73,7 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
         cuda_toolkits=toolkits,
         gcc_major=_major(gcc.version) if gcc and gcc.version else None,
         msc_ver=_msc_ver(msvc.details.get("msc_ver")) if msvc else None,
-        cmake=cmake,
+        cmake=cmake.version if cmake else None,
         origin=origin,
         notes=tuple(notes),
     )

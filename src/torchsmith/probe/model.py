@@ -198,3 +198,7 @@ class Probe:
     meta: ProbeMeta = field(default_factory=ProbeMeta)
     rocm: RocmInfo | None = None
     xpu: XpuInfo | None = None
+
+    def build_tool(self, name: str) -> ToolInfo | None:
+        """The first build tool of this name that was found (has a path): the one builds run."""
+        return next((t for t in self.build_tools if t.name == name and t.path), None)

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from torchsmith.binaries.archs import parse_compute_capability, runs_on
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import load_build_facts
-from torchsmith.knowledge.compat import arch_list_tokens, sm_entry, specific_entry_problem
+from torchsmith.knowledge.compat import (
+    arch_list_tokens,
+    sm_entry,
+    specific_entry_problem,
+    specific_kind,
+)
 from torchsmith.plan.model import GpuTarget, MachineFacts
 from torchsmith.probe.model import Finding
 from torchsmith.review.extract import ExtractedConfig, Setting
@@ -240,15 +245,14 @@ def _cmake_refuses(
         if kb.cmake_takes(suffix, cmake) is not False:
             continue
         firsts = kb.cmake_firsts(suffix)
-        kind = "arch-specific" if suffix == "a" else "family-specific"
         yield _at(
             setting.line,
             config,
             setting.key,
             "unknown-build-option",
             "error",
-            f"{setting.key}={setting.value}: CMake {cmake}, this machine's, refuses {kind} "
-            f"entries at configure; the first CMakes that take them: "
+            f"{setting.key}={setting.value}: CMake {cmake}, this machine's, refuses "
+            f"{specific_kind(suffix)} entries at configure; the first CMakes that take them: "
             f"{' and '.join(firsts) or 'newer ones'}",
             f'install a CMake that takes them (pip install "cmake>={firsts[-1]}")'
             if firsts
