@@ -285,6 +285,28 @@ def test_next_lines_stop_at_the_chunk_end_and_skip_blank_lines() -> None:
     assert next_lines(b"a\n\n\n\n\n\nb\n", 1) == b""  # more blank lines than it looks past
 
 
+def test_traceback_marker_lines_do_not_count_as_next_lines() -> None:
+    """Python 3.13 prints a multi-line call whole, each line under ~~~^ markers (the layout of the
+    real kohya-webui-29 log): with the markers counted, PyG's AttributeError fell out of reach."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/venv/lib/python3.13/site-packages/torch_spline_conv/__init__.py",'
+        " line 15, in <module>\n"
+        "    torch.ops.load_library(importlib.machinery.PathFinder().find_spec(\n"
+        "    ~~~~~~~~~~~~~~~~~~~~~~^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "        f'{library}_{suffix}', [osp.dirname(__file__)]).origin)\n"
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "AttributeError: 'NoneType' object has no attribute 'origin'\n"
+    )
+    diagnoses = explain_text(log).diagnoses
+    assert diagnoses
+    assert diagnoses[0].rule == "install.pyg-extension-library-missing"
+
+    from torchsmith.explain.scanner import next_lines  # noqa: PLC0415
+
+    assert next_lines(b"a\n  x[0]\n  ~^^\r\n\t^^^ ~~\nb\nc\n", 1) == b"  x[0]\nb\nc"
+
+
 def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
     log = (
         "node1:123:456 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"

@@ -21,6 +21,7 @@ of the input are kept for the ``tail`` rules, which read only how a log ends.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -114,6 +115,8 @@ class Scanner:
 RawHit = tuple[int, bytes, tuple[int, ...], bytes]
 NEXT_LINES = 3  # non-blank lines after a hit that ``next`` patterns may read
 NEXT_BLANK = 3  # blank lines skipped on the way
+# Python 3.11+ marks the failing expression under a traceback's source line with ~ and ^ only
+_MARKERS = re.compile(rb"[ \t]*[~^]+[ \t~^]*\r?")
 
 
 def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
@@ -157,8 +160,9 @@ def next_lines(chunk: bytes, end: int) -> bytes:
         if end == -1:
             end = len(chunk)
         line = chunk[start:end]
-        # blank as a person reads it: a line with only a timestamp prefix (normalize) is blank too
-        if line.strip() and clean_line(line):
+        # blank as a person reads it: a line with only a timestamp prefix (normalize) is blank too,
+        # and so is a traceback's ~~~^^^ marker line (it would push the error out of reach)
+        if line.strip() and not _MARKERS.fullmatch(line) and clean_line(line):
             found.append(line)
         else:
             blank += 1
