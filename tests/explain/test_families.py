@@ -307,6 +307,45 @@ def test_traceback_marker_lines_do_not_count_as_next_lines() -> None:
     assert next_lines(b"a\n  x[0]\n  ~^^\r\n\t^^^ ~~\nb\nc\n", 1) == b"  x[0]\nb\nc"
 
 
+def _capability_warning(cc: str, low: str, high: str) -> str:
+    """torch 2.5-2.10's warning (torch/cuda/__init__.py, _check_capability), as the real
+    nano-vllm-130 log prints it."""
+    return (
+        "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:283: UserWarning: \n"
+        f"    Found GPU0 NVIDIA GB10 which is of cuda capability {cc}.\n"
+        "    Minimum and Maximum cuda capability supported by this version of PyTorch is\n"
+        f"    ({low}) - ({high})\n"
+        "    \n"
+        "  warnings.warn(\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cc", "low", "high", "flagged"),
+    [
+        ("12.1", "8.0", "12.0", False),  # GB10 runs sm_120 cubins: the warning is harmless
+        ("8.9", "3.7", "8.6", False),  # Ada on a cu117 build
+        ("6.1", "7.0", "12.0", True),  # Pascal below the minimum
+        ("12.0", "5.0", "9.0", True),  # Blackwell on a build that stops at Hopper
+    ],
+)
+def test_capability_warning_for_a_later_minor_of_the_top_major_is_harmless(
+    cc: str, low: str, high: str, flagged: bool
+) -> None:
+    result = explain_text(_capability_warning(cc, low, high))
+    assert [d.rule for d in result.diagnoses] == (["arch.gpu-too-old"] if flagged else [])
+
+
+def test_runs_built_cubin() -> None:
+    from torchsmith.explain.derive import runs_built_cubin  # noqa: PLC0415
+
+    assert runs_built_cubin("12.1", "12.0")
+    assert runs_built_cubin("8.6", "8.6")
+    assert not runs_built_cubin("12.0", "12.1")
+    assert not runs_built_cubin("10.0", "9.0")
+    assert not runs_built_cubin("12.1", "x")
+
+
 def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
     log = (
         "node1:123:456 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"

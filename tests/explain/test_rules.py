@@ -146,6 +146,23 @@ def test_text_of_refuses_a_missing_rule_or_a_second_text(extra: str, message: st
         parse_family("t", _with_second_rule(extra))
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('unless = ["no_such_check:what,what"]', "must read"),
+        ('unless = ["runs_built_cubin"]', "must read"),
+        ('unless = ["runs_built_cubin:what"]', "not its captures"),
+        ('unless = ["runs_built_cubin:what,max"]', "not its captures"),
+    ],
+)
+def test_unless_names_a_known_check_over_captured_values(extra: str, message: str) -> None:
+    from torchsmith.errors import KnowledgeError  # noqa: PLC0415
+    from torchsmith.explain.rules import parse_family  # noqa: PLC0415
+
+    with pytest.raises(KnowledgeError, match=message):
+        parse_family("t", _BASE.replace('source = "', extra + '\nsource = "'))
+
+
 def test_no_such_pytorch_index_knows_the_variants_the_knowledge_base_knows() -> None:
     # install.no-such-pytorch-index calls cu131 a variant that does not exist: its list of the
     # variants from cu117 on must be the knowledge base's, or a new index would be called missing

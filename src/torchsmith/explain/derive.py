@@ -1,5 +1,8 @@
 """Values computed from what a rule read: ``derive = { name = "function:field" }`` in a rule.
 
+``CHECKS`` are the tests a rule's ``unless = ["check:field,field"]`` runs on what it read; a
+check that holds vetoes the match.
+
 Functions: ``sm_to_cc`` (sm_120 -> 12.0), ``cuda_int`` (11040 -> 11.4, the form drivers report),
 or a lookup table from the rule files, keyed by the value itself ("format"), or for an arch by
 "compute_90a" -> "90a", else by its digits ("compute_120a" -> "120").
@@ -8,7 +11,7 @@ or a lookup table from the rule files, keyed by the value itself ("format"), or 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 _DIGITS = re.compile(r"(\d+)")
 _ARCH = re.compile(r"(\d+)[a-z]?")  # "compute_90a": "90a", else "90"
@@ -55,3 +58,29 @@ def derive_values(
         if result is not None:
             out[name] = result
     return out
+
+
+_CC = re.compile(r"(\d+)\.(\d+)")
+
+
+def runs_built_cubin(gpu_cc: str, built_cc: str) -> bool:
+    """Whether a GPU of ``gpu_cc`` runs code built for ``built_cc`` as it is: CUDA's cubins run on
+    later minor revisions of the same major (12.1 runs sm_120; the CUDA C++ Programming Guide,
+    "Binary Compatibility")."""
+    gpu, built = _CC.fullmatch(gpu_cc), _CC.fullmatch(built_cc)
+    if gpu is None or built is None:
+        return False
+    return gpu.group(1) == built.group(1) and int(gpu.group(2)) >= int(built.group(2))
+
+
+# name -> (number of fields it reads, the test)
+CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {"runs_built_cubin": (2, runs_built_cubin)}
+
+
+def vetoed(unless: tuple[tuple[str, tuple[str, ...]], ...], values: Mapping[str, str]) -> bool:
+    """Whether one of a rule's ``unless`` checks holds on the values it read (a check whose fields
+    were not all read does not hold)."""
+    for function, fields in unless:
+        if all(f in values for f in fields) and CHECKS[function][1](*(values[f] for f in fields)):
+            return True
+    return False

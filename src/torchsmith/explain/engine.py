@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from torchsmith.explain import parallel
-from torchsmith.explain.derive import derive_values
+from torchsmith.explain.derive import derive_values, vetoed
 from torchsmith.explain.model import (
     Basis,
     Diagnosis,
@@ -66,6 +66,10 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
             if following is None:
                 return None
             values.update({k: v for k, v in following.groupdict().items() if v is not None})
+        for extra in filter(None, (p.search(after) for p in rule.next_values)):
+            values.update({k: v for k, v in extra.groupdict().items() if v is not None})
+        if vetoed(rule.unless, values):
+            return None
         return values
     return None
 
@@ -107,7 +111,7 @@ class Explainer:
             after: str | None = None
             for index in hit.rules:
                 rule = self.rules[index]
-                if rule.next and after is None:
+                if rule.reads_after and after is None:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
                 values = match_line(rule, text, after or "")
                 if values is not None:

@@ -5,7 +5,9 @@ A rule names the literal ``anchors`` a matching line must contain (the fast pref
 be found in the line as well (a general rule: a subject such as a library name, and a failure verb,
 in any order), ``next`` patterns one of which must be found in the next few non-blank lines, joined
 by newlines (a statement and its printed result: ``torch.cuda.is_available()`` then ``False``; use
-``(?m)^...$`` for a whole line), ``exclude`` patterns that veto it, and ``explanation`` / ``fix``
+``(?m)^...$`` for a whole line), ``next_values`` patterns read from the same lines when they are
+there, ``unless`` checks over the values read (``derive.CHECKS``: a GPU that runs the code built for
+the top capability torch names), ``exclude`` patterns that veto it, and ``explanation`` / ``fix``
 templates filled with those values. ``fix_context`` templates are tried first and used when every
 field they name is known (from the log or from the machine's probe). Every rule has a ``source``
 (a public report of the failure) and ``examples`` (real log lines that must match it).
@@ -33,6 +35,7 @@ from typing import Any
 
 from torchsmith.errors import KnowledgeError
 from torchsmith.explain import regex_safety
+from torchsmith.explain.derive import CHECKS
 from torchsmith.taxonomy import CATEGORIES, SEVERITY_ORDER, Category, Severity
 from torchsmith.util.toml import TOMLDecodeError, loads_toml
 
@@ -74,6 +77,8 @@ _KNOWN_KEYS = frozenset(
         "notes",
         "generic",
         "derive",
+        "next_values",
+        "unless",
         "corroborate",
         "require",
         "next",
@@ -107,6 +112,10 @@ class Rule:
     require: tuple[re.Pattern[str], ...] = ()
     # one of these must be found in the next few non-blank lines (examples: the line, "\n", them)
     next: tuple[re.Pattern[str], ...] = ()
+    # searched in the same next lines, without being required: their named groups add values
+    next_values: tuple[re.Pattern[str], ...] = ()
+    # checks over the values read that veto the match: (function, (field, ...)), derive.CHECKS
+    unless: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # matched only against the last TAIL_LINES non-blank lines of a log, when nothing else matched
     tail: bool = False
     # a tail rule whose line means the run finished well ("Successfully installed ..."): an error
@@ -124,7 +133,13 @@ class Rule:
 
     @property
     def captures(self) -> frozenset[str]:
-        return frozenset(name for p in (*self.patterns, *self.next) for name in p.groupindex)
+        patterns = (*self.patterns, *self.next, *self.next_values)
+        return frozenset(name for p in patterns for name in p.groupindex)
+
+    @property
+    def reads_after(self) -> bool:
+        """Whether matching reads the next few non-blank lines."""
+        return bool(self.next or self.next_values)
 
 
 def template_fields(template: str) -> set[str]:
@@ -243,6 +258,10 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         exclude=_compile(_strings(raw.get("exclude", []), where, "exclude", empty=True), where),
         require=_compile(_strings(raw.get("require", []), where, "require", empty=True), where),
         next=_compile(_strings(raw.get("next", []), where, "next", empty=True), where),
+        next_values=_compile(
+            _strings(raw.get("next_values", []), where, "next_values", empty=True), where
+        ),
+        unless=_unless(raw.get("unless", []), where),
         tail=tail,
         ends_well=bool(raw.get("ends_well", False)),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
@@ -269,6 +288,16 @@ def _derive(raw: Any, where: str) -> dict[str, tuple[str, str]]:
             raise KnowledgeError(f'{where}: derive {name} must read "function:field"')
         out[str(name)] = (function, source)
     return out
+
+
+def _unless(raw: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    out = []
+    for spec in _strings(raw, where, "unless", empty=True):
+        function, _, fields = spec.partition(":")
+        if function not in CHECKS or not fields:
+            raise KnowledgeError(f'{where}: unless {spec!r} must read "check:field,field"')
+        out.append((function, tuple(fields.split(","))))
+    return tuple(out)
 
 
 def _strings(value: Any, where: str, key: str, empty: bool = False) -> tuple[str, ...]:
@@ -304,6 +333,9 @@ def _check_templates(rule: Rule, where: str) -> None:
     for source_field in (f for _, f in rule.derive.values()):
         if source_field not in rule.captures:
             raise KnowledgeError(f"{where}: derive reads {source_field!r}, not captured")
+    for function, fields in rule.unless:
+        if len(fields) != CHECKS[function][0] or set(fields) - rule.captures:
+            raise KnowledgeError(f"{where}: unless {function} reads {fields}, not its captures")
     for template in rule.fix_context:
         unknown = template_fields(template) - known - CONTEXT_FIELDS
         if unknown:
