@@ -81,8 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         click.echo("Aborted.", err=True)
         return 130
-    except click.ClickException as exc:
+    except click.ClickException as exc:  # bad usage: Click's own text, and the envelope too
         exc.show()
+        if as_json:
+            _report(command, exc.format_message(), _help_tip(exc), exc.exit_code, as_json)
         return exc.exit_code
     except TorchsmithError as exc:
         if debug:
@@ -125,6 +127,11 @@ def _report(command: str, message: str, tip: str | None, code: int, as_json: boo
     click.echo(f"error: {first_line}", err=True)
     if tip:
         click.echo(f"tip: {tip}", err=True)
+
+
+def _help_tip(exc: click.ClickException) -> str | None:
+    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    return f"see '{ctx.command_path} --help'" if ctx is not None else None
 
 
 def run() -> None:
