@@ -14,6 +14,8 @@ from torchsmith.commands.plan import plan as _plan_command
 
 # The plan's own inputs, reused as they are (one definition: commands/plan.py).
 _PLAN_INPUTS = ("probe_file", "gpus", "ccs", "driver", "toolkits", "torch_spec")
+# All that --rollback reads: it restores a snapshot, so nothing of a plan or an installer applies.
+_ROLLBACK_TAKES = ("rollback_id", "venv", "python", "dry_run", "as_json")
 
 
 def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,6 +77,11 @@ def install(  # noqa: PLR0917
     from torchsmith.render.install import progress, render_install  # noqa: PLC0415
 
     if rollback_id is not None:
+        _refuse_unused(
+            lambda name: name not in _ROLLBACK_TAKES,
+            "--rollback restores the environment from its snapshot and takes no {}",
+            "leave them out: --rollback takes only --venv or --python, --dry-run and --json",
+        )
         if rollback_id != "latest" and not rollback_id.isdigit():
             raise UsageError(f"--rollback {rollback_id}: not a ledger attempt id")
         target = _rollback_python(venv, python)
@@ -87,6 +94,12 @@ def install(  # noqa: PLR0917
         if result.error:
             raise click.exceptions.Exit(4)
         return
+    if plan_file is not None:
+        _refuse_unused(
+            lambda name: name in _PLAN_INPUTS,
+            f"--plan {plan_file} already decides the machine and the torch; it takes no {{}}",
+            "pass them to `torchsmith plan` when you write the plan, or leave out --plan",
+        )
     options = InstallOptions(
         python=python,
         venv=venv,
@@ -141,6 +154,25 @@ def install(  # noqa: PLR0917
         raise click.exceptions.Exit(1)
 
 
+def _refuse_unused(unused: Callable[[str], bool], message: str, tip: str) -> None:
+    """One usage error naming the options given on the command line that ``unused`` says this
+    mode would drop (``message`` has a {} for them); nothing when none was given."""
+    from click.core import ParameterSource  # noqa: PLC0415
+
+    from torchsmith.errors import UsageError  # noqa: PLC0415
+
+    ctx = click.get_current_context()
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        if p.name is not None
+        and unused(p.name)
+        and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)
+    ]
+    if given:
+        raise UsageError(message.format(", ".join(given)), tip=tip)
+
+
 def _rollback_python(venv: str | None, python: str | None) -> str | None:
     """The interpreter --rollback is limited to: --venv's, or --python's; None for any."""
     from torchsmith.errors import UsageError  # noqa: PLC0415
@@ -158,17 +190,19 @@ def _recommendation(
     plan_file: Path | None, python: str | None, venv: str | None, inputs: dict[str, Any]
 ) -> tuple[Any, list[tuple[str, str]]]:
     """The recommendation to install, and the plan's error findings (message, fix)."""
-    from torchsmith import platforms  # noqa: PLC0415
-    from torchsmith.errors import UsageError  # noqa: PLC0415
     from torchsmith.install import steps  # noqa: PLC0415
     from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
 
     if plan_file is not None:
-        return steps.read_plan_file(plan_file)
-    target = python
-    if target is None and venv is not None:
-        exe = steps.venv_python(Path(venv))
-        target = str(exe) if exe.exists() else sys.executable
+        rec, errors = steps.read_plan_file(plan_file)
+        _check_plan_file_target(plan_file, _target_python(python, venv))
+        return rec, errors
+    target = _target_python(python, venv)
+    if target is None and inputs.get("probe_file") is not None:
+        # the probe file's Python is another interpreter's: plan for the one install changes
+        from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+
+        target = resolve_python(None)
     request = PlanRequest(
         probe_file=inputs.get("probe_file"),
         gpus=inputs.get("gpus") or (),
@@ -180,12 +214,71 @@ def _recommendation(
     )
     plan = plan_for(request)
     probe_file = inputs.get("probe_file")
-    if probe_file is not None and plan.machine.os != platforms.current_os():
-        raise UsageError(
-            f"--probe {probe_file} describes a {plan.machine.os} machine, and install changes "
-            f"this one ({platforms.current_os()})",
+    if probe_file is not None:
+        _same_machine(
+            f"--probe {probe_file}",
+            plan.machine.os,
             tip="run torchsmith install on that machine, or see its answer with "
             "torchsmith plan --probe",
         )
     errors = [(f.message, f.fix) for f in plan.findings if f.severity == "error"]
     return plan.recommendation, errors
+
+
+def _target_python(python: str | None, venv: str | None) -> str | None:
+    """The interpreter the install will change: --python, --venv's (the one a new venv is made
+    with), or None for the active one."""
+    from torchsmith.install import steps  # noqa: PLC0415
+
+    if python is None and venv is not None:
+        exe = steps.venv_python(Path(venv))
+        return str(exe) if exe.exists() else sys.executable
+    return python
+
+
+def _check_plan_file_target(plan_file: Path, target: str | None) -> None:
+    """Refuse a plan file written for another OS, or for another Python than the target's."""
+    import json  # noqa: PLC0415
+
+    from torchsmith.plan.machine import python_tag  # noqa: PLC0415
+    from torchsmith.probe.python_env import probe_python_and_torch, resolve_python  # noqa: PLC0415
+
+    # read_plan_file has read and checked the envelope; it does not return the machine
+    data: Any = json.loads(plan_file.read_text(encoding="utf-8"))["data"]
+    machine = data.get("machine") if isinstance(data.get("machine"), dict) else {}
+    planned = machine.get("python") if isinstance(machine.get("python"), str) else None
+    target = target or resolve_python(None)
+    tip = f"write the plan for this target: torchsmith plan --python {target} --json > FILE"
+    have = None
+    if planned is not None:
+        info, _ = probe_python_and_torch(target)
+        have = None if info.error else python_tag(info.version, info.free_threaded)
+    os_name = machine.get("os") if isinstance(machine.get("os"), str) else None
+    _same_machine(f"--plan {plan_file}", os_name, tip=tip, python=(planned, have, target))
+
+
+def _same_machine(
+    source: str,
+    machine_os: str | None,
+    *,
+    tip: str,
+    python: tuple[str | None, str | None, str] | None = None,
+) -> None:
+    """Refuse to change this machine as ``source`` (a probe or plan file) describes another:
+    another OS, or (``python``: the planned version, the target's, the target) another Python;
+    a fact that is unknown (None) is not checked."""
+    from torchsmith import platforms  # noqa: PLC0415
+    from torchsmith.errors import UsageError  # noqa: PLC0415
+
+    here = platforms.current_os()
+    if machine_os is not None and machine_os != here:
+        raise UsageError(
+            f"{source} describes a {machine_os} machine, and install changes this one ({here})",
+            tip=tip,
+        )
+    planned, have, target = python or (None, None, "")
+    if planned is not None and have is not None and planned != have:
+        raise UsageError(
+            f"{source} is for Python {planned}, and install changes {target} (Python {have})",
+            tip=tip,
+        )
