@@ -10,6 +10,12 @@ a SQLite database, is an error and is never overwritten.
 An attempt is written twice: :meth:`Ledger.start` when the executor begins (status ``running``,
 with the pid and that process's start time) and :meth:`Ledger.finish` when it ends. An attempt
 still ``running`` whose process is gone reads back as ``died`` (killed with SIGKILL, power loss).
+
+Text is stored as valid UTF-8. A file name that is not (POSIX names are bytes; Python carries the
+bad bytes as surrogate escapes, as :func:`os.fsdecode` does) keeps its exact value in the JSON
+columns (as a ``\\udcff`` escape); in a plain column (the tree, the command, the log's path) each
+such byte is written ``\\xNN``, the way ``bytes.decode(errors="backslashreplace")`` writes it: the
+record stays readable and names the file, though not byte for byte.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import time
@@ -120,8 +127,32 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: write the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"  # a lone surrogate from elsewhere (a Windows name, JSON)
+
+
+def _text(value: str) -> str:
+    """``value`` as text SQLite can store (valid UTF-8): see the module's docstring."""
+    return _SURROGATE.sub(_escape_surrogate, value)
+
+
+def _write(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> sqlite3.Cursor:
+    """Run a statement that writes, every string parameter made storable by :func:`_text`.
+    Every write goes through here, so a name that is not UTF-8 reaches no column as it is."""
+    return conn.execute(statement, tuple(_text(v) if isinstance(v, str) else v for v in values))
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False)
+    """JSON for a column: a lone surrogate is written as its JSON escape (``\\udcff``), so what
+    reads back is the same ``str``, byte for byte (install's snapshot names files to restore)."""
+    text = json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _process_started(pid: int) -> float | None:
@@ -289,9 +320,10 @@ class Ledger:
             "log_path": str(log_path) if log_path is not None else None,
         }
         columns = ", ".join(row)
-        marks = ", ".join(f":{name}" for name in row)
+        marks = ", ".join("?" for _ in row)
         with self._connect() as conn:
-            cursor = conn.execute(f"INSERT INTO attempts ({columns}) VALUES ({marks})", row)  # noqa: S608
+            insert = f"INSERT INTO attempts ({columns}) VALUES ({marks})"  # noqa: S608
+            cursor = _write(conn, insert, list(row.values()))
             assert cursor.lastrowid is not None
             return int(cursor.lastrowid)
 
@@ -322,7 +354,8 @@ class Ledger:
                 duration_s = (
                     datetime.fromisoformat(finished) - datetime.fromisoformat(started[0])
                 ).total_seconds()
-            conn.execute(
+            _write(
+                conn,
                 "UPDATE attempts SET status = ?, finished_at = ?, exit_code = ?, duration_s = ?,"
                 " peak_rss_bytes = ?, diagnoses = ?, archs = ?, result = ?,"
                 " log_path = COALESCE(?, log_path) WHERE id = ?",
@@ -345,8 +378,8 @@ class Ledger:
         """Replace the kind-specific result of an attempt (install's snapshot while it runs, or
         its removal later)."""
         with self._connect() as conn:
-            cursor = conn.execute(
-                "UPDATE attempts SET result = ? WHERE id = ?", (_dumps(result), attempt_id)
+            cursor = _write(
+                conn, "UPDATE attempts SET result = ? WHERE id = ?", (_dumps(result), attempt_id)
             )
             if cursor.rowcount == 0:
                 raise self._missing(attempt_id)
@@ -380,7 +413,7 @@ class Ledger:
 
     def latest(self, *, kind: str | None = None, tree: str | Path | None = None) -> Attempt | None:
         for attempt in self.list(kind=kind):
-            if tree is None or attempt.tree == str(tree):
+            if tree is None or attempt.tree == _text(str(tree)):  # as start stored it
                 return attempt
         return None
 

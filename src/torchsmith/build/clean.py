@@ -7,10 +7,11 @@ only the build directories the project kind defines, and only where they look li
 Of what git ignores, only what is provably a build output goes (a build directory, egg-info,
 caches, compiled objects and extension modules, CMake's and Ninja's files): a .gitignore lists
 virtual environments, data, checkpoints and secrets too, and those are kept. Untracked files
-that git does not ignore are kept unless they lie in a known build directory: they are as likely
-a new source file as an output. Anything holding a nested git repository is
-kept. Every entry is checked to lie inside the tree with its parent folders resolved, so a
-symlink out of the tree is removed as a link and never followed.
+that git does not ignore are kept, in a build directory too: they are as likely a new source
+file as an output. Anything holding a nested git repository is kept. A tree inside a folder git
+ignores whole (``build/temp.x``) is emptied exactly when a clean of the whole work tree would
+take that folder. Every entry is checked to lie inside the tree with its parent folders
+resolved, so a symlink out of the tree is removed as a link and never followed.
 
 :func:`execute_clean` is the executor: it deletes only when told the user confirmed, re-checks
 containment, never follows a symlink, makes read-only files and folders writable and retries,
@@ -20,6 +21,7 @@ it records the clean as an attempt of kind ``clean`` (what was listed, what went
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Iterable
@@ -101,7 +103,8 @@ def plan_clean(tree: Path, kind: ProjectKind | None = None) -> CleanPlan:
     if top is None:
         _refuse_unreadable_git(root, why)
     else:
-        entries, kept = _plan_git(root)
+        inside = _plan_inside_ignored(root, top)
+        entries, kept = inside if inside is not None else _plan_git(root)
         return CleanPlan(str(root), True, tuple(entries), tuple(kept))
     entries, kept = _plan_known_dirs(root, kind)
     return CleanPlan(str(root), False, tuple(entries), tuple(kept))
@@ -155,13 +158,68 @@ def _git_paths(root: Path, *extra: str) -> list[str]:
     # git prints names as the bytes they are: a name that is not UTF-8 must come back as the
     # same file (a replacement character would name another one)
     result = cmd.run(
-        ["git", "-C", str(root), "ls-files", "-z", *extra],
+        ["git", "--literal-pathspecs", "-C", str(root), "ls-files", "-z", *extra],
         timeout=120,
         check=True,
         encoding="utf-8",
         errors="surrogateescape",
     )
     return [p for p in result.stdout.split("\0") if p]
+
+
+def _plan_inside_ignored(root: Path, top: Path) -> tuple[list[CleanEntry], list[Kept]] | None:
+    """The plan for a tree inside a folder git ignores whole (``build/temp.x``, or ``build``
+    itself), or None when no such folder holds it. git cannot list from there (``ls-files`` in
+    it fails: "directory entry not superset of prefix"), and need not: all below is ignored.
+    The highest such folder (ignored, holding no tracked file) is judged as a clean of the
+    whole work tree judges it: if it is a build output, so is everything in the tree, which
+    goes (never the tree itself, a tracked file or a nested repository); if not, all stays."""
+    if root == top:
+        return None
+    parts = root.relative_to(top).as_posix().split("/")
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    ignored = _git_ignored(top, folders)
+    if folders[-1] not in ignored:
+        return None
+    tracked = set(_git_paths(top, "--cached"))
+    holder = next((f for f in folders if f in ignored and not _holds(f, tracked)), None)
+    if holder is None:
+        return None  # the tree holds tracked files: git lists from there
+    parent = holder.rpartition("/")[0]
+    if parent and not _holds(parent, tracked):  # as a clean of the work tree keeps it
+        return [], [Kept(".", f"in an untracked folder ({parent}), kept whole")]
+    reason = _ignored_output_reason(top, holder, tracked)
+    if reason is None:
+        why = f"in {holder}, ignored by git, but not a known build output: may be data"
+        return [], [Kept(".", why)]
+    entries: list[CleanEntry] = []
+    kept: list[Kept] = []
+    for child in sorted(root.iterdir()):
+        entry = _entry(root, child.name, f"in {holder}, ignored by git, {reason}", None, kept)
+        if entry is not None:
+            entries.append(entry)
+    return entries, kept
+
+
+def _holds(folder: str, tracked: set[str]) -> bool:
+    return any(t.startswith(folder + "/") for t in tracked)
+
+
+def _git_ignored(top: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to ``top``) git ignores, by a pattern for them or for a
+    folder holding them."""
+    result = cmd.run(
+        ["git", "-C", str(top), "check-ignore", "-z", "--stdin"],
+        stdin=b"".join(os.fsencode(p) + b"\0" for p in paths),
+        timeout=30,
+        encoding="utf-8",
+        errors="surrogateescape",
+    )
+    if result.returncode not in (0, 1):  # 1: none is ignored
+        said = result.stderr.strip().splitlines()
+        detail = f": {said[-1].strip()}" if said else ""
+        raise cmd.CommandFailedError(f"git: exited with status {result.returncode}{detail}")
+    return {p for p in result.stdout.split("\0") if p}
 
 
 def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
@@ -172,19 +230,26 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
     entries: list[CleanEntry] = []
     kept: list[Kept] = []
     candidates: list[tuple[str, str]] = []
+    # git lists a folder it did not ignore but went into (one holding only ignored files) as
+    # ignored too, beside what it found there: only what lies in it is ignored
+    ordered = sorted(ignored)  # what lies in a folder sorts right after it
+    entered = {p for p, q in itertools.pairwise(ordered) if p.endswith("/") and q.startswith(p)}
+    ignored = [p for p in ignored if p not in entered]
     # an untracked folder git does not ignore (a venv, a new package) is kept whole, below too
     open_dirs = tuple(p for p in untracked if p.endswith("/"))
     for p in ignored:
         rel = p.rstrip("/")
-        reason = None if p.startswith(open_dirs) else _ignored_output_reason(root, rel, tracked)
+        holder = next((d for d in open_dirs if p.startswith(d)), None)
+        if holder is not None:
+            if holder != p:  # the folder itself is told among the untracked, below
+                kept.append(Kept(rel, f"in an untracked folder ({holder.rstrip('/')}), kept whole"))
+            continue
+        reason = _ignored_output_reason(root, rel, tracked)
         if reason is None:
             kept.append(Kept(rel, "ignored by git, but not a known build output: may be data"))
         else:
             candidates.append((p, f"ignored by git, {reason}"))
-    for p in untracked:
-        # what git neither tracks nor ignores may be someone's new file, in a build folder too:
-        # it is never removed (a build folder git should ignore belongs in .gitignore)
-        kept.append(Kept(p.rstrip("/"), "untracked and not ignored: may be a new source file"))
+    kept.extend(_untracked_kept(root, untracked))
     not_ignored = tuple(untracked)
     for raw, reason in sorted(candidates):
         rel = raw.rstrip("/")
@@ -195,6 +260,40 @@ def _plan_git(root: Path) -> tuple[list[CleanEntry], list[Kept]]:
         if entry is not None:
             entries.append(entry)
     return entries, kept
+
+
+def _untracked_kept(root: Path, untracked: list[str]) -> list[Kept]:
+    """Why each untracked entry stays. What git neither tracks nor ignores may be someone's new
+    file, in a build folder too: it is never removed (a build folder git should ignore belongs in
+    .gitignore). git also lists as untracked a folder holding no such file (only ignored files,
+    or nothing): that one is told as what it is, and one holding no file at all is not listed."""
+    real: list[str] = []
+    if any(p.endswith("/") for p in untracked):
+        real = _git_paths(
+            root, "--others", "--exclude-standard", "--directory", "--no-empty-directory"
+        )
+    kept: list[Kept] = []
+    for p in untracked:
+        rel = p.rstrip("/")
+        if not p.endswith("/") or _among(p, real):
+            kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
+        elif _holds_files(root / rel):
+            kept.append(Kept(rel, "an untracked folder of ignored files only, kept whole"))
+    return kept
+
+
+def _among(folder: str, paths: list[str]) -> bool:
+    """Whether ``folder`` (git's "dir/") is listed in ``paths``, or something in it, or a folder
+    holding it."""
+    return any(p.startswith(folder) or (p.endswith("/") and folder.startswith(p)) for p in paths)
+
+
+def _holds_files(path: Path) -> bool:
+    """Whether anything but folders lies under ``path`` (a link counts; none is followed)."""
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        if filenames or any((Path(dirpath) / d).is_symlink() for d in dirnames):
+            return True
+    return False
 
 
 # Files a build writes next to the sources (in-place extension builds, object files, Ninja's state)
