@@ -366,3 +366,33 @@ def test_arch_specific_cc_and_exported_entry_for_a_gpu_here(h200: Probe, kb: Kno
     for bad in ("9.0b", "9.0+PTX", "9.0a;12.0", "8.6a", "9.0f"):
         with pytest.raises(UsageError):
             make_config(CMAKE, h200, kb, BuildOptions(targets=(bad,)))
+
+
+def test_a_failed_builds_fix_is_shown_whole() -> None:
+    # audit: only the fix's first line was printed, a sentence cut at its colon
+    from rich.console import Console  # noqa: PLC0415
+
+    from torchsmith.build.runner import BuildResult  # noqa: PLC0415
+    from torchsmith.explain.engine import explain_text  # noqa: PLC0415
+    from torchsmith.render.build import render_build  # noqa: PLC0415
+
+    diagnosis = explain_text("/bin/sh: 1: nvcc: not found\n").diagnoses[0]
+    result = BuildResult(
+        "ext",
+        "setuptools",
+        "failed",
+        1,
+        1.0,
+        0,
+        "/tmp/build.log",
+        None,
+        (),
+        ("9.0",),
+        diagnoses=(diagnosis,),
+    )
+    console = Console(record=True, width=300)
+    render_build(result, console)
+    shown = console.export_text()
+    assert len(diagnosis.fix.splitlines()) > 1
+    for line in diagnosis.fix.splitlines():
+        assert line.strip() in shown

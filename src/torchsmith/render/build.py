@@ -107,7 +107,10 @@ def render_build(result: Any, console: Console) -> None:
         )
         for line in top.evidence[:3]:
             console.print(f"   [dim]>[/dim] {escape(line)}", soft_wrap=True)
-        console.print(f"   [bold]fix:[/bold] {escape(top.fix.splitlines()[0] if top.fix else '')}")
+        if top.fix:  # whole: a rule's fix is prose over several lines, its commands last
+            console.print("   [bold]fix:[/bold]")
+            for line in top.fix.splitlines():
+                console.print(f"     {escape(line)}", soft_wrap=True)
     if result.findings:
         render_findings(result.findings, console)
     console.print(f"  [dim]log: {escape(result.log_path)}[/dim]", soft_wrap=True)
