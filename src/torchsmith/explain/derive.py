@@ -61,6 +61,9 @@ def derive_values(
 
 
 _CC = re.compile(r"(\d+)\.(\d+)")
+# Jetson/Tegra GPUs do not run desktop cubins of their major (the guide's Binary Compatibility
+# holds between desktop GPUs): TX1 5.3, TX2 6.2, Xavier 7.2, Orin 8.7, Thor 10.1 (renamed 11.0)
+_TEGRA = frozenset({"5.3", "6.2", "7.2", "8.7", "10.1"})
 
 
 def runs_built_cubin(gpu_cc: str, built_cc: str) -> bool:
@@ -68,7 +71,7 @@ def runs_built_cubin(gpu_cc: str, built_cc: str) -> bool:
     later minor revisions of the same major (12.1 runs sm_120; the CUDA C++ Programming Guide,
     "Binary Compatibility")."""
     gpu, built = _CC.fullmatch(gpu_cc), _CC.fullmatch(built_cc)
-    if gpu is None or built is None:
+    if gpu is None or built is None or gpu_cc in _TEGRA:
         return False
     return gpu.group(1) == built.group(1) and int(gpu.group(2)) >= int(built.group(2))
 

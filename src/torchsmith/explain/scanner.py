@@ -116,7 +116,7 @@ RawHit = tuple[int, bytes, tuple[int, ...], bytes]
 NEXT_LINES = 3  # non-blank lines after a hit that ``next`` patterns may read
 NEXT_BLANK = 3  # blank lines skipped on the way
 # Python 3.11+ marks the failing expression under a traceback's source line with ~ and ^ only
-_MARKERS = re.compile(rb"[ \t]*[~^]+[ \t~^]*\r?")
+_MARKERS = re.compile(r"[ \t]*[~^]+[ \t~^]*")
 
 
 def find_hits(chunk: bytes, plan: Plan) -> tuple[list[RawHit], int]:
@@ -162,7 +162,8 @@ def next_lines(chunk: bytes, end: int) -> bytes:
         line = chunk[start:end]
         # blank as a person reads it: a line with only a timestamp prefix (normalize) is blank too,
         # and so is a traceback's ~~~^^^ marker line (it would push the error out of reach)
-        if line.strip() and not _MARKERS.fullmatch(line) and clean_line(line):
+        text = clean_line(line) if line.strip() else ""
+        if text and not _MARKERS.fullmatch(text):
             found.append(line)
         else:
             blank += 1
