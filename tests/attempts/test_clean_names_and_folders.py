@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.attempts.test_clean import git
 from torchsmith.build.clean import execute_clean, plan_clean
 from torchsmith.cli import main
 from torchsmith.ledger import Ledger
 
 posix_names = pytest.mark.skipif(os.name == "nt", reason="POSIX file names are bytes")
 BAD = os.fsdecode(b"bad\xffname.so")  # what os.listdir and git (decoded as clean does) give
-
-
-def git(tree: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=tree,
-        check=True,
-        capture_output=True,
-    )
 
 
 def repo(tree: Path, gitignore: str) -> Path:
