@@ -9,8 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import click
 
@@ -34,9 +37,47 @@ COMMANDS: dict[str, str] = {
 }
 
 INTERNAL_ERROR_EXIT = 70
+# A closed stdout (the reader went away: `torchsmith plan | head -1`) is no error: no traceback,
+# no message, exit 0 whatever --json says. Not 141 (128 + SIGPIPE, what C tools die with): whether
+# a write meets the closed pipe at all depends on timing (output that fits the pipe's buffer is
+# written before `head` exits), so 141 would come and go between runs of the same pipeline and
+# break `set -o pipefail` scripts at random; 0 is what the reader sees either way. Python ignores
+# SIGPIPE and raises BrokenPipeError instead; following its docs (signal, "Note on SIGPIPE"),
+# stdout is pointed at devnull so the last flush at exit cannot fail again.
+STDOUT_CLOSED_EXIT = 0
+
+
+class StdoutClosedError(Exception):
+    """stdout was closed under a command; raised past Click and Rich, which each exit 1 on it."""
+
+
+@contextmanager
+def _lift_stdout_closed() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError as exc:  # click.echo, print: Click's main would exit 1
+        raise StdoutClosedError from exc
+    except SystemExit as exc:  # Rich's Console.on_broken_pipe exits 1 in its BrokenPipeError
+        if isinstance(exc.__context__, BrokenPipeError):
+            raise StdoutClosedError from exc
+        raise
 
 
 class LazyGroup(click.Group):
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _lift_stdout_closed():  # --help and --version print while parsing
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _lift_stdout_closed():
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in COMMANDS if _importable(name)]
 
@@ -76,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in args if a in COMMANDS), "error")
     try:
         returned = cli.main(args=args, prog_name="torchsmith", standalone_mode=False)
+        sys.stdout.flush()  # buffered output meets a closed pipe here, not at interpreter exit
+    except (StdoutClosedError, BrokenPipeError):  # the one place: see STDOUT_CLOSED_EXIT
+        return _stdout_closed()
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
@@ -94,8 +138,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130
-    except BrokenPipeError:
-        return 0
     except OSError as exc:  # the one place: an OSError on an input path is an input error (3)
         if debug:
             raise
@@ -117,6 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERNAL_ERROR_EXIT
     # In non-standalone mode click returns what ctx.exit(N) asked for instead of raising.
     return returned if isinstance(returned, int) else 0
+
+
+def _stdout_closed() -> int:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout (a test's capture)
+        pass
+    return STDOUT_CLOSED_EXIT
 
 
 def _report(command: str, message: str, tip: str | None, code: int, as_json: bool) -> None:

@@ -116,12 +116,31 @@ def layout(src: ByteSource, display: str) -> Layout:
     )
 
 
-def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
+@dataclass(frozen=True)
+class ElfHeader:
+    """The fields of an ELF header that locate its section headers."""
+
+    end: str  # struct byte order: "<" or ">"
+    machine: int  # e_machine
+    shoff: int
+    shentsize: int
+    shnum: int  # 0 with shoff set: extended numbering, the count is in section 0
+    shstrndx: int
+    shdr: struct.Struct  # one section header of this class and byte order
+
+
+def elf_header(head: bytes, size: int, display: str) -> ElfHeader:
+    """The ELF header in ``head`` (the first 64 bytes), checked against the file's ``size``.
+
+    Reads nothing beyond ``head``, so a forward-only stream (a wheel member: its section headers
+    sit at the end, past what a scan may go back to) gets the same verdict on a cut or malformed
+    header as a file on disk. A cubin's section table is not checked (it is not read either).
+    Raises BinaryFormatError.
+    """
     if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
         raise BinaryFormatError(f"{display}: truncated or malformed ELF header")
-    wide = head[4] == 2
     end = "<" if head[5] == 1 else ">"
-    if wide:
+    if head[4] == 2:
         if len(head) < 64:
             raise BinaryFormatError(f"{display}: truncated ELF header")
         (shoff,) = struct.unpack_from(end + "Q", head, 0x28)
@@ -132,13 +151,26 @@ def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
         shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 0x2E)
         shdr = struct.Struct(end + "IIIIIIIIII")
     (machine,) = struct.unpack_from(end + "H", head, 0x12)
-    if machine == EM_CUDA:
-        return Layout("cubin", (), offload=(), device_code=("sass", _cubin_arch(src, head, end)))
+    if machine != EM_CUDA and shoff:
+        if shentsize < shdr.size:
+            raise BinaryFormatError(f"{display}: malformed ELF (section header size {shentsize})")
+        if shoff + max(shnum, 1) * shentsize > size:
+            raise BinaryFormatError(
+                f"{display}: truncated ELF (section headers end past the file's {size:,} bytes)"
+            )
+    return ElfHeader(end, machine, shoff, shentsize, shnum, shstrndx, shdr)
+
+
+def _elf_layout(src: ByteSource, head: bytes, display: str) -> Layout:
+    elf = elf_header(head, src.size, display)
+    if elf.machine == EM_CUDA:
+        arch = _cubin_arch(src, head, elf.end)
+        return Layout("cubin", (), offload=(), device_code=("sass", arch))
     whole = Region("(whole file)", 0, src.size, trusted=False)
-    if shoff == 0:
+    if elf.shoff == 0:
         return Layout("elf", (whole,), note="no ELF section headers; scanned the whole file")
-    if shentsize < shdr.size:
-        raise BinaryFormatError(f"{display}: malformed ELF (section header size {shentsize})")
+    shoff, shentsize, shdr = elf.shoff, elf.shentsize, elf.shdr
+    shnum, shstrndx = elf.shnum, elf.shstrndx
 
     def header(index: int) -> tuple[int, ...]:
         raw = src.read_at(shoff + index * shentsize, shdr.size)

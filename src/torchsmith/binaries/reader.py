@@ -16,6 +16,7 @@ from torchsmith.binaries.formats import (
     Region,
     UnreadableFileError,
     describe_head,
+    elf_header,
     layout,
     section_of,
     sniff,
@@ -182,13 +183,16 @@ def read_stream(
 
     Section headers sit at the end of an ELF file, so a stream cannot use them; every candidate
     container is validated instead, which gives the same result as the section walk on real
-    binaries (tests compare the two).
+    binaries (tests compare the two). An ELF header that is cut short or points past the member
+    raises BinaryFormatError, as :func:`read_binary` does, so the wheel counts it as damaged.
     """
     source = StreamSource(stream, size)
     head = source.read_at(0, 64)
     fmt = sniff(head)
     if fmt is None:
         raise NotABinaryError(f"{display}: not an ELF or PE binary ({describe_head(head)})")
+    if fmt == "elf":  # a cut or malformed header is damage, as for a file on disk
+        elf_header(head, size, display)
     scan = Scan()
     walk_region(source, 0, size, scan, trusted=fmt == "fatbin", progress=progress)
     where = ("(scan)",) if scan.containers else ()
