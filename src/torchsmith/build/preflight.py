@@ -50,6 +50,7 @@ def preflight(
     out += _resources(config, tree, probe, facts)
     out += _tools(config, tree, probe)
     out += _submodules(tree)
+    out += _target_torch(config, probe)
     out += _toolkit(config, probe, kb)
     out += _extension_arches(config, tree, probe)
     out += _windows(config, facts)
@@ -195,6 +196,34 @@ def _submodules(tree: TreeFacts) -> list[Finding]:
 
 
 # -- toolkit, host compiler, torch --------------------------------------------------------------
+
+
+def _target_torch(config: BuildConfig, probe: Probe) -> list[Finding]:
+    """An extension's setup imports torch (torch.utils.cpp_extension) in the target interpreter:
+    without a torch there the build stops at once with "No module named 'torch'". Said only
+    where the probe ran that interpreter and answered (a failed probe says nothing about torch);
+    PyTorch itself and plain CMake projects build without one."""
+    target = probe.python
+    if config.project.kind not in EXTENSION_KINDS or target is None or target.error:
+        return []
+    fix = (
+        f'install torch into it first: torchsmith install --python "{config.python}" '
+        "(torchsmith plan shows which build), then build again"
+    )
+    if probe.torch is None:
+        message = (
+            f"the target interpreter {config.python} has no torch: the "
+            f"{config.project.build_system} build imports torch.utils.cpp_extension and would "
+            "stop with \"No module named 'torch'\""
+        )
+    elif probe.torch.error:
+        message = (
+            f"the target interpreter {config.python} has no usable torch ({probe.torch.error}): "
+            "the build imports torch.utils.cpp_extension and would stop there"
+        )
+    else:
+        return []
+    return [Finding("missing-build-dependency", "error", message, fix, subject="torch")]
 
 
 def _extension_arches(config: BuildConfig, tree: TreeFacts, probe: Probe) -> list[Finding]:
@@ -423,6 +452,16 @@ def _expected(config: BuildConfig) -> dict[str, str]:
     return want
 
 
+_STALE = " was made for another configuration"
+
+
+def stale_cache_file(finding: Finding) -> str | None:
+    """The cache file a stale-build-cache finding is about (its message starts with it)."""
+    if finding.category != "stale-build-cache" or _STALE not in finding.message:
+        return None
+    return finding.message.partition(_STALE)[0]
+
+
 def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
     out = []
     for cache in tree.caches:
@@ -444,7 +483,7 @@ def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
             Finding(
                 "stale-build-cache",
                 "error" if pytorch or cache.kind == "cmake" else "warning",
-                f"{cache.path} was made for another configuration: " + "; ".join(diffs) + why,
+                f"{cache.path}{_STALE}: " + "; ".join(diffs) + why,
                 CLEAN_FIX,
                 subject=cache.kind + " cache",
             )

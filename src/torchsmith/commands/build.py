@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from torchsmith.commands.common import (
 from torchsmith.errors import InputError, UsageError
 from torchsmith.probe.model import Finding
 from torchsmith.util.serialize import to_jsonable
+
+if TYPE_CHECKING:
+    from torchsmith.render.build import BuildPlan
 
 
 def _sets(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -42,6 +45,43 @@ def _shared_cache(config: BuildConfig, url: str) -> BuildConfig:
 
     check_cache_server(url)  # unreachable: one line, before anything runs
     return with_shared_cache(config, url)
+
+
+def _check_output(emit_shell: str | None, output: Path | None, dry_run: bool) -> None:
+    """-o is where --emit writes the script: alone it would write nothing, and a dry run
+    writes nothing, so both are refused before any work is done."""
+    if output is None:
+        return
+    if emit_shell is None:
+        raise UsageError(
+            f"-o {output}: -o is where --emit writes the script, and there is no --emit",
+            tip="add --emit bash (or powershell, cmd) to write the script, or drop -o",
+        )
+    if dry_run:
+        raise UsageError(
+            f"-o {output} with --dry-run: a dry run changes nothing, so it writes no file",
+            tip="drop -o to see the script on stdout, or drop --dry-run to write it",
+        )
+
+
+def _with_clean_plan(plan: BuildPlan, tree: Path) -> BuildPlan:
+    """The dry run of --clean: what `torchsmith clean` lists for the tree (nothing removed).
+    A stale cache that the list removes stops the build no more; one that clean keeps (not
+    proven a build output) still does, as it would after a real --clean."""
+    from torchsmith.build.clean import plan_clean  # noqa: PLC0415
+    from torchsmith.build.preflight import blocking, stale_cache_file  # noqa: PLC0415
+
+    cleaning = plan_clean(tree, plan.config.project.kind)
+    removed = [Path(cleaning.tree, e.path) for e in cleaning.entries]
+
+    def goes(finding: Finding) -> bool:
+        cache = stale_cache_file(finding)
+        if finding.category not in _CLEANED or cache is None:
+            return False
+        return any(Path(cache) == r or Path(cache).is_relative_to(r) for r in removed)
+
+    blockers = [f for f in blocking(plan.findings) if not goes(f)]
+    return replace(plan, clean=cleaning, blocked=bool(blockers))
 
 
 def _emit_script(
@@ -187,8 +227,15 @@ def log_dir() -> Path:
     is_flag=True,
     help="First remove the tree's build outputs (what `torchsmith clean` lists; never sources).",
 )
-@emit_options("Write a standalone script of this build instead of running it.")
-@click.option("--dry-run", is_flag=True, help="Show configuration, preflight and commands only.")
+@emit_options(
+    "Write a standalone script of this build instead of running it (to -o FILE, else stdout)."
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show configuration, preflight, what --clean would remove and the commands; change "
+    "nothing (with --emit the script goes to stdout: -o is refused).",
+)
 @click.option("--force", is_flag=True, help="Build even when preflight finds errors.")
 @json_option
 def build(
@@ -226,6 +273,7 @@ def build(
     from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
     from torchsmith.render.build import BuildPlan, render_plan  # noqa: PLC0415
 
+    _check_output(emit_shell, output, dry_run)
     tree = path.expanduser().resolve()
     if not tree.is_dir():
         raise InputError(f"{path}: no such directory")
@@ -266,6 +314,8 @@ def build(
         _emit_script(config, emit_shell, output, as_json, blocking(findings))
         return
     if dry_run:
+        if clean_first:  # what --clean would remove, listed (nothing is)
+            plan = _with_clean_plan(plan, tree)
         emit("build", plan, as_json=as_json, render=render_plan)
         return
     # a stale cache is what --clean removes: it does not stop a build that cleans first

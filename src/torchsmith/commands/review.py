@@ -60,6 +60,11 @@ def review(  # noqa: PLR0917 (click passes options positionally)
     from torchsmith.review.checks import Target  # noqa: PLC0415
     from torchsmith.review.switches import from_knowledge, from_tree  # noqa: PLC0415
 
+    if output is not None and emit_shell is None:
+        raise UsageError(
+            f"-o {output}: -o is where --emit writes the corrected script, and there is no --emit",
+            tip="add --emit bash (or powershell, cmd) and --tree, or drop -o",
+        )
     if emit_shell is not None and tree is None:
         raise UsageError("--emit needs --tree: the source tree the script builds")
     if emit_shell is not None and as_json and output is None:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from torchsmith.build.clean import CleanPlan
 from torchsmith.build.model import BuildConfig
 from torchsmith.build.runner import BuildResult
 from torchsmith.probe.model import Finding
@@ -24,6 +25,7 @@ class BuildPlan:
     config: BuildConfig
     findings: tuple[Finding, ...]
     blocked: bool  # an error-severity finding stops the build (unless --force)
+    clean: CleanPlan | None = None  # --dry-run --clean: what --clean would remove first
 
 
 def render_findings(findings: tuple[Finding, ...], console: Console) -> None:
@@ -34,6 +36,31 @@ def render_findings(findings: tuple[Finding, ...], console: Console) -> None:
             soft_wrap=True,
         )
         console.print(f"   [bold]fix:[/bold] {escape(f.fix)}", soft_wrap=True)
+
+
+def render_clean_plan(clean: CleanPlan, console: Console) -> None:
+    """What --clean would remove before building (a dry run removes nothing)."""
+    from torchsmith.render.clean import human_bytes  # noqa: PLC0415
+
+    if not clean.entries:
+        console.print("[bold]clean[/bold] [dim](--clean)[/dim]: nothing to remove")
+    else:
+        console.print(
+            f"[bold]clean[/bold] [dim](--clean; dry run: nothing removed)[/dim]: would remove "
+            f"{len(clean.entries)} {'entry' if len(clean.entries) == 1 else 'entries'}, "
+            f"{human_bytes(clean.total_bytes)}"
+        )
+    for entry in clean.entries:
+        suffix = "/" if entry.kind == "dir" else ""
+        console.print(
+            f"  {escape(entry.path + suffix)} {human_bytes(entry.bytes)} "
+            f"[dim]{escape(entry.reason)}[/dim]",
+            soft_wrap=True,
+        )
+    for kept in clean.kept:
+        console.print(
+            f"  [dim]kept {escape(kept.path)}: {escape(kept.reason)}[/dim]", soft_wrap=True
+        )
 
 
 def render_plan(plan: Any, console: Console) -> None:
@@ -49,6 +76,8 @@ def render_plan(plan: Any, console: Console) -> None:
             f"  [cyan]{escape(c.key)}[/cyan] = {escape(c.value)}  [dim]{escape(c.reason)}[/dim]",
             soft_wrap=True,
         )
+    if plan.clean is not None:
+        render_clean_plan(plan.clean, console)
     if plan.findings:
         console.print("[bold]preflight[/bold]")
         render_findings(plan.findings, console)
