@@ -28,7 +28,8 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def write_plan(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> Path:
-    assert main(["plan", "--json", "--gpu", "none", *argv]) == 0
+    gpu = [] if {"--gpu", "--cc"} & set(argv) else ["--gpu", "none"]
+    assert main(["plan", "--json", *gpu, *argv]) == 0
     path.write_text(capsys.readouterr().out)
     return path
 

@@ -6,8 +6,10 @@ import math
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from torchsmith.commands.common import emit, json_option
+from torchsmith.probe.python_env import PROBE_TIMEOUT_S
 from torchsmith.render.verify import render_verify
 from torchsmith.verify import run_verify
 from torchsmith.verify.runner import MAX_TIMEOUT_S
@@ -56,7 +58,8 @@ class _Seconds(click.FloatRange):
     type=_Seconds(),
     default=120.0,
     show_default=True,
-    help="Seconds before the runtime checks count as hung.",
+    help="Seconds before the runtime checks count as hung; when given, also how long the "
+    f"interpreter has to answer (else {PROBE_TIMEOUT_S:g}).",
 )
 @click.option(
     "--extension",
@@ -83,11 +86,13 @@ def verify(
     """
     from torchsmith.probe.python_env import active_python  # noqa: PLC0415
 
+    given = ctx.get_parameter_source("timeout_s") not in {None, ParameterSource.DEFAULT}
     report = run_verify(
         python or active_python(),
         full=mode == "full",
         timeout_s=timeout_s,
         extensions=extensions,
+        probe_timeout_s=timeout_s if given else None,  # else at most PROBE_TIMEOUT_S
     )
     # a failed check is verify's answer, not a failure to answer: ok stays true, data.ok says it
     # and the exit status is 1 (envelope.py)

@@ -22,6 +22,7 @@ from torchsmith.plan.machine import (
 from torchsmith.plan.model import MachineFacts, Plan, PlanOptions
 from torchsmith.plan.planner import make_plan, parse_spec
 
+_NO_GPU = ("none", "no", "cpu")  # as resolve_gpus reads them
 _PY_VERSION = re.compile(r"^3\.\d{1,2}(\.\d+)?t?$")
 
 
@@ -44,6 +45,7 @@ class PlanRequest:
 def plan_for(request: PlanRequest, kb: Knowledge | None = None) -> Plan:
     kb = kb or load_knowledge()
     parse_spec(request.torch)  # a malformed constraint fails before any probing
+    _check_no_gpu(request)
     python_version, python_path = _split_python(request.python)
     what = WhatIf(
         gpus=request.gpus,
@@ -65,6 +67,19 @@ def plan_for(request: PlanRequest, kb: Knowledge | None = None) -> Plan:
     return make_plan(facts, kb, options)
 
 
+def _check_no_gpu(request: PlanRequest) -> None:
+    """``--gpu none`` says the machine has no GPU: naming one beside it is a contradiction."""
+    nones = [g for g in request.gpus if g.strip().lower() in _NO_GPU]
+    others = [g for g in request.gpus if g.strip().lower() not in _NO_GPU]
+    if nones and (others or request.ccs):
+        also = f"--gpu {others[0]!r}" if others else f"--cc {request.ccs[0]}"
+        raise UsageError(
+            f"--gpu {nones[0]} (no GPU) contradicts {also}",
+            tip=f"drop --gpu {nones[0]} to plan for the GPUs named, or drop the GPUs to plan "
+            "for none",
+        )
+
+
 def _split_python(value: str | None) -> tuple[str | None, str | None]:
     if value is None:
         return None, None
@@ -84,9 +99,12 @@ def _base_facts(request: PlanRequest, python_path: str | None, kb: Knowledge) ->
     if request.os is not None:
         return _with_python_path(blank_facts(request.os), python_path)
     from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
-    from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+    from torchsmith.probe.python_env import python_error, resolve_python  # noqa: PLC0415
 
-    return facts_from_probe(collect_probe(resolve_python(python_path)), kb, "live")
+    probe = collect_probe(resolve_python(python_path, hang_is_error=True))
+    if python_path is not None and probe.python and probe.python.error:  # "Python ?" helps none
+        raise python_error(python_path, probe.python)
+    return facts_from_probe(probe, kb, "live")
 
 
 def _with_python_path(facts: MachineFacts, python_path: str | None) -> MachineFacts:
@@ -94,9 +112,13 @@ def _with_python_path(facts: MachineFacts, python_path: str | None) -> MachineFa
         return facts
     from dataclasses import replace  # noqa: PLC0415
 
-    from torchsmith.probe.python_env import probe_python_and_torch, resolve_python  # noqa: PLC0415
+    from torchsmith.probe.python_env import (  # noqa: PLC0415
+        probe_python_and_torch,
+        python_error,
+        resolve_python,
+    )
 
-    info, _ = probe_python_and_torch(resolve_python(python_path))
+    info, _ = probe_python_and_torch(resolve_python(python_path, hang_is_error=True))
     if info.error:
-        raise UsageError(f"--python {python_path}: {info.error}")
+        raise python_error(python_path, info)
     return replace(facts, python=python_tag(info.version, info.free_threaded))

@@ -25,13 +25,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from torchsmith import platforms
-from torchsmith.errors import InputError
+from torchsmith.errors import InputError, TorchsmithError
 from torchsmith.probe.model import PythonInfo, TorchInfo
 from torchsmith.probe.torch_env import torch_info_from_report
 from torchsmith.util import cmd
@@ -48,19 +50,29 @@ _VERIFY_MARKER = "torchsmith-python-ok"
 _VERIFY_CODE = f"import sys; sys.stdout.write('{_VERIFY_MARKER} %d.%d.%d' % sys.version_info[:3])"
 # macOS framework builds pass this to children, which then believe they run in *our* venv.
 _DROP_ENV = ("__PYVENV_LAUNCHER__",)
+# How probe_python_and_torch words a timeout (python_error reads it back).
+_HANG = re.compile(r"^no answer after (?P<seconds>[0-9.e+-]+)s ")
 
 
 # ---------------------------------------------------------------- which interpreter
 
 
-def resolve_python(path: str | None, *, timeout: float = VERIFY_TIMEOUT_S) -> str:
+def resolve_python(
+    path: str | None,
+    *,
+    timeout: float | None = None,
+    hang_is_error: bool = False,
+    tip: str | None = None,
+) -> str:
     """The target interpreter's path (absolute, symlinks kept: a venv's python is a symlink).
 
     ``None`` picks the active environment (see the module docstring) and never raises. An
     explicit ``path`` may be an interpreter or an environment directory; it raises
     :class:`InputError` when it does not exist, is a directory without an interpreter, or is an
-    executable that is not Python. A ``path`` that does not answer within ``timeout`` is
-    returned as is: a hanging interpreter is a broken environment, which the probe reports.
+    executable that is not Python. A ``path`` that does not answer within ``timeout`` (default
+    VERIFY_TIMEOUT_S) is returned as is: a hanging interpreter is a broken environment, which
+    the probe reports (doctor). With ``hang_is_error`` it raises :func:`hanging_python`'s
+    error instead (exit 4), with ``tip`` if given: for commands that need an answer from it.
     """
     if path is None:
         return active_python()
@@ -78,8 +90,32 @@ def resolve_python(path: str | None, *, timeout: float = VERIFY_TIMEOUT_S) -> st
             tip="pass the interpreter itself, or the root of a venv or conda environment",
         )
     exe = exe.absolute()
-    _verify_is_python(str(exe), path, timeout)
+    seconds = VERIFY_TIMEOUT_S if timeout is None else timeout
+    if not _verify_is_python(str(exe), path, seconds) and hang_is_error:
+        raise hanging_python(path, seconds, tip=tip)
     return str(exe)
+
+
+def hanging_python(
+    given: str, timeout: float, *, tip: str | None = None
+) -> cmd.CommandTimeoutError:
+    """The one-line error for an interpreter that gave no answer within ``timeout`` seconds
+    (a hung tool: exit 4). It names the interpreter, never the code it was asked to run."""
+    return cmd.CommandTimeoutError(
+        f"--python {given}: no answer after {timeout:g}s (hanging?); stopped it",
+        tip=tip or f"check that `{shlex.quote(given)} -c pass` returns, or pass another --python",
+    )
+
+
+def python_error(given: str, info: PythonInfo, *, tip: str | None = None) -> TorchsmithError:
+    """The error for a target whose probe failed (``info.error`` is set): a hang is a hung tool
+    (exit 4, :func:`hanging_python`, with ``tip`` if given), anything else a bad ``--python``
+    (exit 3)."""
+    error = info.error or "the probe failed"
+    hang = _HANG.match(error)
+    if hang:
+        return hanging_python(given, float(hang["seconds"]), tip=tip)
+    return InputError(f"--python {given}: {error}", tip="check that the interpreter runs")
 
 
 def active_python(environ: Mapping[str, str] | None = None) -> str:
@@ -113,19 +149,20 @@ def _interpreter_in(root: Path) -> Path | None:
     return None
 
 
-def _verify_is_python(exe: str, given: str, timeout: float) -> None:
+def _verify_is_python(exe: str, given: str, timeout: float) -> bool:
+    """True when ``exe`` says it is Python, False when it gave no answer; raises otherwise."""
     try:
         result = cmd.run([exe, "-c", _VERIFY_CODE], timeout=timeout, env=child_env())
     except cmd.CommandTimeoutError:
-        log.debug("%s did not answer within %gs; left to the probe to report", exe, timeout)
-        return
+        log.debug("%s did not answer within %gs", exe, timeout)
+        return False
     except cmd.CommandNotFoundError as exc:
         raise InputError(
             f"--python {given}: cannot be run ({exc.message})",
             tip="pass an executable Python interpreter",
         ) from exc
     if result.ok and result.stdout.startswith(_VERIFY_MARKER):
-        return
+        return True
     said = (result.stdout or result.stderr).strip().splitlines()
     detail = f"; it said: {said[0][:120]}" if said else ""
     raise InputError(
@@ -143,19 +180,21 @@ def child_env() -> dict[str, str]:
 
 
 def probe_python_and_torch(
-    python: str, *, timeout: float = PROBE_TIMEOUT_S
+    python: str, *, timeout: float | None = None
 ) -> tuple[PythonInfo, TorchInfo | None]:
     """Describe the interpreter ``python`` and the torch it would import; never raises.
 
     One subprocess of ``python`` runs ``scripts/target_probe.py`` (``-B``: it writes no
-    bytecode into the target). A failure to run it, a timeout or unreadable output comes back
-    as ``PythonInfo.error`` with torch ``None``.
+    bytecode into the target) for at most ``timeout`` seconds (default PROBE_TIMEOUT_S). A
+    failure to run it, a timeout or unreadable output comes back as ``PythonInfo.error`` with
+    torch ``None`` (:func:`python_error` turns it into the error to raise).
     """
     argv = [python, "-B", str(SCRIPT)]
+    seconds = PROBE_TIMEOUT_S if timeout is None else timeout
     try:
-        result = cmd.run(argv, timeout=timeout, env=child_env())
+        result = cmd.run(argv, timeout=seconds, env=child_env())
     except cmd.CommandTimeoutError:
-        return _failed(python, f"no answer after {timeout:g}s from {python} (hanging?)"), None
+        return _failed(python, f"no answer after {seconds:g}s from {python} (hanging?)"), None
     except cmd.CommandNotFoundError as exc:
         return _failed(python, exc.message), None
     try:

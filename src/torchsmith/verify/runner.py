@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -23,7 +24,13 @@ from torchsmith.binaries.archs import runs_on
 from torchsmith.errors import InputError, UsageError
 from torchsmith.findings.checks_torch import PLAN_HINT
 from torchsmith.probe.model import DriverInfo, Finding, GpuInfo, TorchInfo
-from torchsmith.probe.python_env import child_env, probe_python_and_torch, resolve_python
+from torchsmith.probe.python_env import (
+    PROBE_TIMEOUT_S,
+    child_env,
+    probe_python_and_torch,
+    python_error,
+    resolve_python,
+)
 from torchsmith.util import cmd
 from torchsmith.verify import static
 from torchsmith.verify.model import Check, VerifyReport
@@ -57,13 +64,16 @@ def run_verify(
     timeout_s: float = 120.0,
     gpu_probe: GpuProbe | None = None,
     extensions: tuple[str, ...] = (),
+    probe_timeout_s: float | None = None,
 ) -> VerifyReport:
     """Verify the torch of interpreter ``python``; raises InputError for bad input.
 
     Bad input: no such interpreter, not a Python, no torch installed, a torch whose version
-    cannot be read. Everything else (missing libraries, a failed import, a failed or hanging
-    GPU check) comes back in the report with ``ok`` False. A timeout that is not a positive
-    number of seconds up to MAX_TIMEOUT_S raises UsageError.
+    cannot be read. An interpreter that gives no answer within ``probe_timeout_s`` (default:
+    ``timeout_s``, at most PROBE_TIMEOUT_S) raises CommandTimeoutError (a hung tool, exit 4).
+    Everything else (missing libraries, a failed import, a failed or hanging GPU check) comes
+    back in the report with ``ok`` False. A timeout that is not a positive number of seconds up
+    to MAX_TIMEOUT_S raises UsageError.
     """
     if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
         raise UsageError(
@@ -71,10 +81,12 @@ def run_verify(
             f"{MAX_TIMEOUT_S:g}"
         )
     started = time.monotonic()
-    exe = resolve_python(str(python))
-    info, torch = probe_python_and_torch(exe)
+    answer_s = min(timeout_s, PROBE_TIMEOUT_S) if probe_timeout_s is None else probe_timeout_s
+    tip = f"check that `{shlex.quote(str(python))} -c pass` returns, or raise --timeout if slow"
+    exe = resolve_python(str(python), timeout=answer_s, hang_is_error=True, tip=tip)
+    info, torch = probe_python_and_torch(exe, timeout=answer_s)
     if info.error:
-        raise InputError(f"--python {python}: {info.error}", tip="check that the interpreter runs")
+        raise python_error(str(python), info, tip=tip)
     if torch is None:
         raise InputError(
             f"no torch installed in {exe}",
