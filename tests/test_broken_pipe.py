@@ -1,5 +1,6 @@
-"""A closed stdout (``torchsmith plan | head -1``): no traceback, no message, exit 0 (see
-STDOUT_CLOSED_EXIT in cli.py), human output or --json alike. Real processes and real pipes."""
+"""A closed stdout (``torchsmith plan | head -1``): no traceback, no message, exit 141 when a
+write met it (see STDOUT_CLOSED_EXIT in cli.py), human output or --json alike; an error keeps
+its own code. Real processes and real pipes."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_pipe_closed_before_the_first_write(args: list[str]) -> None:
         os.close(write_end)
     _, err = proc.communicate(timeout=120)
     assert err == b""
-    assert proc.returncode == STDOUT_CLOSED_EXIT == 0
+    assert proc.returncode == STDOUT_CLOSED_EXIT == 141
 
 
 @pytest.mark.parametrize("args", CASES[:4], ids=" ".join)
@@ -56,5 +57,26 @@ def test_a_reader_that_takes_one_line_and_closes(args: list[str]) -> None:
         assert proc.stdout.readline()
         proc.stdout.close()
         err = proc.stderr.read()
-        assert proc.wait(timeout=120) == 0
+        assert proc.wait(timeout=120) in (0, STDOUT_CLOSED_EXIT)
     assert err == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["plan", "--json", "--bogus"], 2),  # the usage error's envelope
+        (["plan", "--os", "bogus", "--json"], 2),
+        (["explain", "/nonexistent.log", "--json"], 3),  # a failure is never turned into success
+    ],
+    ids=["usage", "usage-value", "input"],
+)
+def test_an_error_meeting_a_closed_pipe_keeps_its_code(args: list[str], code: int) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = torchsmith(args, write_end)
+    finally:
+        os.close(write_end)
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err
+    assert proc.returncode == code

@@ -37,14 +37,13 @@ COMMANDS: dict[str, str] = {
 }
 
 INTERNAL_ERROR_EXIT = 70
-# A closed stdout (the reader went away: `torchsmith plan | head -1`) is no error: no traceback,
-# no message, exit 0 whatever --json says. Not 141 (128 + SIGPIPE, what C tools die with): whether
-# a write meets the closed pipe at all depends on timing (output that fits the pipe's buffer is
-# written before `head` exits), so 141 would come and go between runs of the same pipeline and
-# break `set -o pipefail` scripts at random; 0 is what the reader sees either way. Python ignores
-# SIGPIPE and raises BrokenPipeError instead; following its docs (signal, "Note on SIGPIPE"),
-# stdout is pointed at devnull so the last flush at exit cannot fail again.
-STDOUT_CLOSED_EXIT = 0
+# A closed stdout (the reader went away: `torchsmith plan | head -1`) stops the command quietly: no
+# traceback, no message, with or without --json, and 141 (128 + SIGPIPE), the status a C tool that
+# SIGPIPE killed has: the command did not finish, so no status of its own can be claimed (0 would
+# call a failed build a success). Python ignores SIGPIPE and raises BrokenPipeError instead;
+# following its docs (signal, "Note on SIGPIPE"), stdout is pointed at devnull so the last flush
+# at exit cannot fail again. An error's envelope meeting a closed stdout keeps the error's code.
+STDOUT_CLOSED_EXIT = 141
 
 
 class StdoutClosedError(Exception):
@@ -174,7 +173,11 @@ def _stdout_closed() -> int:
 def _report(command: str, message: str, tip: str | None, code: int, as_json: bool) -> None:
     first_line = message.strip().splitlines()[0] if message.strip() else "failed"
     if as_json:
-        click.echo(envelope.dumps(envelope.wrap_error(command, first_line, tip, code)))
+        try:
+            click.echo(envelope.dumps(envelope.wrap_error(command, first_line, tip, code)))
+            sys.stdout.flush()
+        except BrokenPipeError:  # nobody reads the envelope: the error's code still stands
+            _stdout_closed()
         return
     click.echo(f"error: {first_line}", err=True)
     if tip:
