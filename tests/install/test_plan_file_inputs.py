@@ -168,3 +168,18 @@ def test_a_probe_plans_for_the_interpreter_install_changes(
     old = tmp_path / "py38.json"
     old.write_text(json.dumps(data))
     assert planned(old) == planned(PROBE)
+
+
+def test_a_plan_read_from_a_pipe(plan_here: Path) -> None:
+    # `--plan /dev/stdin` (or <(...)) reads only once: the audit's second read found it empty
+    import subprocess  # noqa: PLC0415
+
+    argv = ["install", "--plan", "/dev/stdin", "--dry-run", "--python", sys.executable]
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchsmith", *argv],
+        input=plan_here.read_bytes(),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()

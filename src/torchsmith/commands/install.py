@@ -194,8 +194,8 @@ def _recommendation(
     from torchsmith.plan.inputs import PlanRequest, plan_for  # noqa: PLC0415
 
     if plan_file is not None:
-        rec, errors = steps.read_plan_file(plan_file)
-        _check_plan_file_target(plan_file, _target_python(python, venv))
+        rec, errors, machine = steps.read_plan_file_with_machine(plan_file)
+        _check_plan_file_target(plan_file, machine, _target_python(python, venv))
         return rec, errors
     target = _target_python(python, venv)
     if target is None and inputs.get("probe_file") is not None:
@@ -236,16 +236,12 @@ def _target_python(python: str | None, venv: str | None) -> str | None:
     return python
 
 
-def _check_plan_file_target(plan_file: Path, target: str | None) -> None:
-    """Refuse a plan file written for another OS, or for another Python than the target's."""
-    import json  # noqa: PLC0415
-
+def _check_plan_file_target(plan_file: Path, machine: dict[str, Any], target: str | None) -> None:
+    """Refuse a plan file written for another OS, or for another Python than the target's
+    (``machine``: the plan's, as the one read of the file gave it)."""
     from torchsmith.plan.machine import python_tag  # noqa: PLC0415
     from torchsmith.probe.python_env import probe_python_and_torch, resolve_python  # noqa: PLC0415
 
-    # read_plan_file has read and checked the envelope; it does not return the machine
-    data: Any = json.loads(plan_file.read_text(encoding="utf-8"))["data"]
-    machine = data.get("machine") if isinstance(data.get("machine"), dict) else {}
     planned = machine.get("python") if isinstance(machine.get("python"), str) else None
     target = target or resolve_python(None)
     tip = f"write the plan for this target: torchsmith plan --python {target} --json > FILE"

@@ -30,6 +30,15 @@ def load_plan_file(path: Path) -> Recommendation:
 def read_plan_file(path: Path) -> tuple[Recommendation, list[tuple[str, str]]]:
     """A ``torchsmith plan --json`` file's recommendation and its error findings (message, fix),
     read once; InputError when it is not a plan."""
+    recommendation, errors, _ = read_plan_file_with_machine(path)
+    return recommendation, errors
+
+
+def read_plan_file_with_machine(
+    path: Path,
+) -> tuple[Recommendation, list[tuple[str, str]], dict[str, Any]]:
+    """:func:`read_plan_file` and the plan's machine (its ``os``, ``python`` ...; empty when the
+    plan has none), from one read: a pipe (``--plan <(...)``, /dev/stdin) reads only once."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -65,7 +74,8 @@ def read_plan_file(path: Path) -> tuple[Recommendation, list[tuple[str, str]]]:
         for f in (found if isinstance(found, list) else [])
         if isinstance(f, dict) and f.get("severity") == "error"
     ]
-    return recommendation, errors
+    machine = data["data"].get("machine")
+    return recommendation, errors, machine if isinstance(machine, dict) else {}
 
 
 def torch_version(rec: Recommendation) -> str:
