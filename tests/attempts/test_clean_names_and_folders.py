@@ -187,3 +187,29 @@ def test_each_kept_path_is_told_once_and_truly(tmp_path: Path) -> None:
     execute_clean(plan, confirmed=True)
     assert (tree / "src" / "a.o").exists()
     assert (tree / "empty" / "inner").is_dir()
+
+
+def test_a_nested_repository_keeps_its_ignored_folder_from_inside_too(tmp_path: Path) -> None:
+    # a clean of the work tree keeps build/ whole (it holds a nested repository): so does a clean
+    # of a folder in it (the audit's clean of build/temp.x removed the notes and objects beside it)
+    tree = repo(tmp_path / "g", "build/\n")
+    inner = tree / "build" / "temp.x"
+    (inner / "dep").mkdir()
+    git(inner / "dep", "init", "-q")
+    (inner / "NOTES.txt").write_text("mine\n")
+    assert "build" in {k.path for k in plan_clean(tree).kept}
+    plan = plan_clean(inner)
+    assert plan.entries == ()
+    assert [k.path for k in plan.kept] == ["."]
+    assert "nested git repository" in plan.kept[0].reason
+
+
+def test_an_untracked_folder_cleaned_on_its_own_is_not_told_as_kept(tmp_path: Path) -> None:
+    # its ignored objects go (as before); the list said "kept ." beside them
+    tree = repo(tmp_path / "g", "*.o\n")
+    (tree / "obj").mkdir()
+    for name in ("x.o", "y.o"):
+        (tree / "obj" / name).write_text("o\n")
+    plan = plan_clean(tree / "obj")
+    assert sorted(e.path for e in plan.entries) == ["x.o", "y.o"]
+    assert [k.path for k in plan.kept] == []

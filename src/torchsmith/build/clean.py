@@ -192,6 +192,10 @@ def _plan_inside_ignored(root: Path, top: Path) -> tuple[list[CleanEntry], list[
     if reason is None:
         why = f"in {holder}, ignored by git, but not a known build output: may be data"
         return [], [Kept(".", why)]
+    nested = _nested_repo(top / holder)
+    if nested is not None:  # a clean of the work tree keeps the whole folder then
+        where = nested.relative_to(top).as_posix()
+        return [], [Kept(".", f"in {holder}, which holds a nested git repository ({where})")]
     entries: list[CleanEntry] = []
     kept: list[Kept] = []
     for child in sorted(root.iterdir()):
@@ -275,6 +279,8 @@ def _untracked_kept(root: Path, untracked: list[str]) -> list[Kept]:
     kept: list[Kept] = []
     for p in untracked:
         rel = p.rstrip("/")
+        if rel in ("", "."):  # the tree itself (an untracked folder cleaned on its own) is no entry
+            continue
         if not p.endswith("/") or _among(p, real):
             kept.append(Kept(rel, "untracked and not ignored: may be a new source file"))
         elif _holds_files(root / rel):
