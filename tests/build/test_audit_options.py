@@ -239,3 +239,16 @@ def test_dry_run_clean_still_blocks_on_a_stale_cache_it_keeps(
     assert data["clean"]["entries"] == []
     assert [k["path"] for k in data["clean"]["kept"]] == ["build"]
     assert data["blocked"] is True
+
+
+def test_dry_run_clean_says_the_stale_cache_stops_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = _stale_cmake_tree(tmp_path, proven=True)
+    data = _dry_run_clean(tree, capsys)
+    argv = ["build", str(tree), "--cc", "9.0", "--cache", "none", "--clean", "--dry-run"]
+    assert main(argv) == 0
+    shown = "--clean removes the stale cache first" in capsys.readouterr().out
+    assert shown is (not data["blocked"])
+    if not data["blocked"]:  # this machine: nvcc and a host compiler, nothing else stops it
+        assert shown

@@ -81,6 +81,11 @@ def render_plan(plan: Any, console: Console) -> None:
     if plan.findings:
         console.print("[bold]preflight[/bold]")
         render_findings(plan.findings, console)
+        stale = any(
+            f.category == "stale-build-cache" and f.severity == "error" for f in plan.findings
+        )
+        if plan.clean is not None and stale and not plan.blocked:
+            console.print("  [dim]--clean removes the stale cache first: it stops nothing[/dim]")
     else:
         console.print("[bold green]preflight: nothing found[/bold green]")
     console.print(
