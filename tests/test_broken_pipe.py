@@ -33,9 +33,8 @@ def torchsmith(args: list[str], stdout: int) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.mark.parametrize("args", CASES, ids=" ".join)
-def test_a_pipe_closed_before_the_first_write(args: list[str]) -> None:
-    """The reader is gone before anything is written, so every write fails: EPIPE for sure."""
+def into_a_closed_pipe(args: list[str]) -> tuple[int, bytes]:
+    """Run torchsmith with a stdout whose reader is gone: its exit status and its stderr."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
@@ -43,8 +42,15 @@ def test_a_pipe_closed_before_the_first_write(args: list[str]) -> None:
     finally:
         os.close(write_end)
     _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("args", CASES, ids=" ".join)
+def test_a_pipe_closed_before_the_first_write(args: list[str]) -> None:
+    """The reader is gone before anything is written, so every write fails: EPIPE for sure."""
+    code, err = into_a_closed_pipe(args)
     assert err == b""
-    assert proc.returncode == STDOUT_CLOSED_EXIT == 141
+    assert code == STDOUT_CLOSED_EXIT == 141
 
 
 @pytest.mark.parametrize("args", CASES[:4], ids=" ".join)
@@ -71,12 +77,6 @@ def test_a_reader_that_takes_one_line_and_closes(args: list[str]) -> None:
     ids=["usage", "usage-value", "input"],
 )
 def test_an_error_meeting_a_closed_pipe_keeps_its_code(args: list[str], code: int) -> None:
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        proc = torchsmith(args, write_end)
-    finally:
-        os.close(write_end)
-    _, err = proc.communicate(timeout=120)
+    got, err = into_a_closed_pipe(args)
     assert b"Traceback" not in err
-    assert proc.returncode == code
+    assert got == code
