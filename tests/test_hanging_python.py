@@ -131,6 +131,24 @@ def test_plan_what_if_refuses_an_interpreter_whose_probe_hangs(
     assert "no answer after 0.5s" in _error(capsys)[0]
 
 
+@pytest.mark.usefixtures("short_waits")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["build", str(Path(__file__).parent / "build" / "projects" / "tinyext"), "--dry-run"],
+        ["install", "--dry-run"],
+    ],
+    ids=["build", "install"],
+)
+def test_build_and_install_refuse_a_hanging_interpreter(
+    argv: list[str], hang: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # build planned with it ("preflight: nothing found") and would have run it; install waited
+    assert main([*argv, "--python", str(hang)]) == 4
+    error, _ = _error(capsys)
+    assert "(hanging?)" in error
+
+
 @pytest.mark.parametrize(
     ("args", "contradicts"),
     [

@@ -70,3 +70,15 @@ def test_spawn_passes_a_cmd_line_as_written_on_windows(monkeypatch: pytest.Monke
         cmd.spawn(("cmd.exe", "/d", "/s", "/c", line), stdin=0, stderr=0, env=None, cwd=None)
         cmd.spawn(["python", "-V"], stdin=0, stderr=0, env=None, cwd=None)  # type: ignore[arg-type]
     assert seen == [f"cmd.exe /d /s /c {line}", ["python", "-V"]]
+
+
+def test_a_timeout_message_is_one_line_with_a_script_cut_short() -> None:
+    # a python -c script of several lines cut the error mid-command (error shows one line)
+    script = "import time\n" + "x = 1\n" * 40 + "time.sleep(60)"
+    with pytest.raises(cmd.CommandTimeoutError) as caught:
+        cmd.run([sys.executable, "-c", script], timeout=0.5)
+    message = caught.value.message
+    assert "\n" not in message
+    assert message.endswith("'import time…')")
+    assert cmd.brief(["a" * 100]) == "'" + "a" * 80 + "…'"
+    assert cmd.brief(["-c", "short"]) == "-c short"

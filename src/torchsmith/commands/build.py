@@ -280,7 +280,7 @@ def build(
     options_sets = _sets(sets)
     if cache_url is not None:
         cache = "sccache"  # the shared cache is sccache's redis backend
-    target = resolve_python(python) if python else None
+    target = resolve_python(python, hang_is_error=True) if python else None
     probe = collect_probe(target, disk_path=tree)
     fleet = tuple(load_probe(p) for p in probes)
     options = BuildOptions(

@@ -113,7 +113,7 @@ def install(  # noqa: PLR0917
     if python is not None and venv is None:
         from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
 
-        python = resolve_python(python)  # no such interpreter: one line before anything else
+        python = resolve_python(python, hang_is_error=True)  # one line before anything else
     rec, errors = _recommendation(plan_file, python, venv, plan_inputs)
     err = console()
     err.file = sys.stderr

@@ -75,6 +75,17 @@ def display(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+def brief(argv: Sequence[str], limit: int = 80) -> str:
+    """:func:`display` for one line of an error: an argument over ``limit`` characters or of
+    several lines (a ``python -c`` script) is cut to its start and "…", so the whole message
+    stays on the one line an error shows."""
+    shown = []
+    for a in argv:
+        first = a.splitlines()[0] if a.strip() else a
+        shown.append(first[:limit] + "…" if first != a or len(a) > limit else a)
+    return display(shown)
+
+
 def which(name: str, path: str | None = None) -> str | None:
     return shutil.which(name, path=path)
 
@@ -165,8 +176,9 @@ def run(
     except subprocess.TimeoutExpired:
         _stop(proc)
         raise CommandTimeoutError(
-            f"{tool}: no answer after {timeout:g}s, stopped ({display(args)})",
-            tip="the tool may be hanging; check it by hand or raise --timeout",
+            f"{tool}: no answer after {timeout:g}s, stopped ({brief(args)})",
+            tip="the tool may be hanging: check it by hand (or give it longer, where the command "
+            "takes --timeout)",
         ) from None
     text = decode if encoding is None else (lambda b: b.decode(encoding, errors=errors))
     result = CommandResult(args, proc.returncode, text(out), text(err), time.monotonic() - started)
@@ -204,9 +216,7 @@ def run_detached(
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CommandNotFoundError(f"{tool}: cannot be started ({args[0]})") from exc
     except subprocess.TimeoutExpired:
-        raise CommandTimeoutError(
-            f"{tool}: no answer after {timeout:g}s ({display(args)})"
-        ) from None
+        raise CommandTimeoutError(f"{tool}: no answer after {timeout:g}s ({brief(args)})") from None
 
 
 def signal_group(proc: subprocess.Popen[bytes], *, hard: bool) -> None:
