@@ -366,6 +366,20 @@ def test_round_30_review_logs() -> None:
     assert explain_text(jax).healthy
 
 
+def test_a_capability_warning_on_one_line_is_read_whole() -> None:
+    # a log shipper's record keeps the warning's line breaks as "\n" text: one line
+    record = (
+        '{"level":"warning","msg":"/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:283:'
+        " UserWarning: \\n    Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.\\n"
+        "    Minimum and Maximum cuda capability supported by this version of PyTorch is\\n"
+        "    (8.0) - (12.0)"
+        '\\n"}\n'
+    )
+    assert explain_text(record).diagnoses == ()
+    old = record.replace("GB10", "GTX 1080").replace("12.1.", "6.1.").replace("(8.0)", "(7.0)")
+    assert [d.rule for d in explain_text(old).diagnoses] == ["arch.gpu-too-old"]
+
+
 def test_runs_built_cubin() -> None:
     from torchsmith.explain.derive import runs_built_cubin  # noqa: PLC0415
 

@@ -66,7 +66,9 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
             if following is None:
                 return None
             values.update({k: v for k, v in following.groupdict().items() if v is not None})
-        for extra in filter(None, (p.search(after) for p in rule.next_values)):
+        # read on after the match in the same line first: a log shipper's one-line record
+        rest = text[found.end() :] + "\n" + after if rule.next_values else after
+        for extra in filter(None, (p.search(rest) for p in rule.next_values)):
             values.update({k: v for k, v in extra.groupdict().items() if v is not None})
         if vetoed(rule.unless, values):
             return None
