@@ -16,12 +16,10 @@ failed and was restored (exit code 2 or more).
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from torchsmith import __version__
-from torchsmith.util.serialize import to_jsonable
+from torchsmith.util.serialize import json_text, to_jsonable
 
 SCHEMA_VERSIONS: dict[str, int] = {
     "doctor": 1,
@@ -59,15 +57,7 @@ def wrap_error(command: str, message: str, tip: str | None, exit_code: int) -> d
     }
 
 
-# A lone surrogate: what os.fsdecode makes of a path byte that is not UTF-8 (b"\xff" -> "\udcff").
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def dumps(envelope: dict[str, Any]) -> str:
-    """The envelope as JSON text that always encodes to valid UTF-8.
-
-    Non-ASCII text stays readable; a lone surrogate, which UTF-8 cannot carry, is written as its
-    JSON escape (``\\udcff``), so a path that is not UTF-8 reads back as the same ``str``.
-    """
-    text = json.dumps(envelope, indent=2, sort_keys=False, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """The envelope as JSON text that always encodes to valid UTF-8 (a path that is not UTF-8
+    is written as its ``\\udcff`` escape: :func:`json_text`)."""
+    return json_text(envelope, indent=2, sort_keys=False)

@@ -37,7 +37,7 @@ import platformdirs
 import psutil
 
 from torchsmith.errors import InputError, UsageError
-from torchsmith.util.serialize import to_jsonable
+from torchsmith.util.serialize import SURROGATE, json_text, to_jsonable
 
 Kind = Literal["build", "install", "clean"]
 Status = Literal["running", "succeeded", "failed", "interrupted", "died"]
@@ -127,9 +127,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _escape_surrogate(match: re.Match[str]) -> str:
     code = ord(match.group())
     if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: write the byte
@@ -139,7 +136,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 def _text(value: str) -> str:
     """``value`` as text SQLite can store (valid UTF-8): see the module's docstring."""
-    return _SURROGATE.sub(_escape_surrogate, value)
+    return SURROGATE.sub(_escape_surrogate, value)
 
 
 def _write(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> sqlite3.Cursor:
@@ -151,8 +148,7 @@ def _write(conn: sqlite3.Connection, statement: str, values: Sequence[Any]) -> s
 def _dumps(value: Any) -> str:
     """JSON for a column: a lone surrogate is written as its JSON escape (``\\udcff``), so what
     reads back is the same ``str``, byte for byte (install's snapshot names files to restore)."""
-    text = json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return json_text(to_jsonable(value), sort_keys=True)
 
 
 def _process_started(pid: int) -> float | None:

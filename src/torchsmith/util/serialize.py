@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -42,6 +44,18 @@ def to_jsonable(value: Any) -> Any:
         items = [to_jsonable(v) for v in value]
         return sorted(items) if isinstance(value, (set, frozenset)) else items
     return value
+
+
+# A lone surrogate: what os.fsdecode makes of a path byte that is not UTF-8 (b"\xff" -> "\udcff").
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` that always encodes to valid UTF-8:
+    non-ASCII text stays readable, and a lone surrogate, which UTF-8 cannot carry, is written as
+    its JSON escape (``\\udcff``), so a path that is not UTF-8 reads back as the same ``str``."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
