@@ -17,12 +17,12 @@ from torchsmith.plan.machine import (
     apply_what_if,
     blank_facts,
     facts_from_probe,
+    means_no_gpu,
     python_tag,
 )
 from torchsmith.plan.model import MachineFacts, Plan, PlanOptions
 from torchsmith.plan.planner import make_plan, parse_spec
 
-_NO_GPU = ("none", "no", "cpu")  # as resolve_gpus reads them
 _PY_VERSION = re.compile(r"^3\.\d{1,2}(\.\d+)?t?$")
 
 
@@ -69,8 +69,8 @@ def plan_for(request: PlanRequest, kb: Knowledge | None = None) -> Plan:
 
 def _check_no_gpu(request: PlanRequest) -> None:
     """``--gpu none`` says the machine has no GPU: naming one beside it is a contradiction."""
-    nones = [g for g in request.gpus if g.strip().lower() in _NO_GPU]
-    others = [g for g in request.gpus if g.strip().lower() not in _NO_GPU]
+    nones = [g for g in request.gpus if means_no_gpu(g)]
+    others = [g for g in request.gpus if not means_no_gpu(g)]
     if nones and (others or request.ccs):
         also = f"--gpu {others[0]!r}" if others else f"--cc {request.ccs[0]}"
         raise UsageError(
@@ -112,13 +112,7 @@ def _with_python_path(facts: MachineFacts, python_path: str | None) -> MachineFa
         return facts
     from dataclasses import replace  # noqa: PLC0415
 
-    from torchsmith.probe.python_env import (  # noqa: PLC0415
-        probe_python_and_torch,
-        python_error,
-        resolve_python,
-    )
+    from torchsmith.probe.python_env import probe_target  # noqa: PLC0415
 
-    info, _ = probe_python_and_torch(resolve_python(python_path, hang_is_error=True))
-    if info.error:
-        raise python_error(python_path, info)
+    _, info, _ = probe_target(python_path)
     return replace(facts, python=python_tag(info.version, info.free_threaded))

@@ -133,12 +133,17 @@ def apply_what_if(facts: MachineFacts, what: WhatIf, kb: Knowledge) -> MachineFa
     return dataclasses.replace(facts, origin=origin, **changes)  # type: ignore[arg-type]
 
 
+def means_no_gpu(name: str) -> bool:
+    """Whether a --gpu value says the machine has no GPU (``none``, ``no``, ``cpu``)."""
+    return name.strip().lower() in ("none", "no", "cpu")
+
+
 def resolve_gpus(
     names: tuple[str, ...], ccs: tuple[str, ...], kb: Knowledge
 ) -> tuple[GpuTarget, ...]:
     out: list[GpuTarget] = []
     for name in names:
-        if name.strip().lower() in ("none", "no", "cpu"):
+        if means_no_gpu(name):
             continue
         gpu = kb.find_gpu(name)
         apple = _APPLE.match(name) if gpu is None else None

@@ -118,6 +118,19 @@ def python_error(given: str, info: PythonInfo, *, tip: str | None = None) -> Tor
     return InputError(f"--python {given}: {error}", tip="check that the interpreter runs")
 
 
+def probe_target(
+    given: str, *, timeout: float | None = None, tip: str | None = None
+) -> tuple[str, PythonInfo, TorchInfo | None]:
+    """For commands that need answers from ``--python``: the interpreter resolved, then probed
+    (each within ``timeout``, else their defaults); one that hangs or whose probe fails raises
+    (:func:`python_error`, with ``tip`` if given) instead of coming back with ``error`` set."""
+    exe = resolve_python(given, timeout=timeout, hang_is_error=True, tip=tip)
+    info, torch = probe_python_and_torch(exe, timeout=timeout)
+    if info.error:
+        raise python_error(given, info, tip=tip)
+    return exe, info, torch
+
+
 def active_python(environ: Mapping[str, str] | None = None) -> str:
     """The interpreter of the environment active in the user's shell (module docstring)."""
     env = os.environ if environ is None else environ

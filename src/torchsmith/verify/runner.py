@@ -24,13 +24,7 @@ from torchsmith.binaries.archs import runs_on
 from torchsmith.errors import InputError, UsageError
 from torchsmith.findings.checks_torch import PLAN_HINT
 from torchsmith.probe.model import DriverInfo, Finding, GpuInfo, TorchInfo
-from torchsmith.probe.python_env import (
-    PROBE_TIMEOUT_S,
-    child_env,
-    probe_python_and_torch,
-    python_error,
-    resolve_python,
-)
+from torchsmith.probe.python_env import PROBE_TIMEOUT_S, child_env, probe_target
 from torchsmith.util import cmd
 from torchsmith.verify import static
 from torchsmith.verify.model import Check, VerifyReport
@@ -83,10 +77,7 @@ def run_verify(
     started = time.monotonic()
     answer_s = min(timeout_s, PROBE_TIMEOUT_S) if probe_timeout_s is None else probe_timeout_s
     tip = f"check that `{shlex.quote(str(python))} -c pass` returns, or raise --timeout if slow"
-    exe = resolve_python(str(python), timeout=answer_s, hang_is_error=True, tip=tip)
-    info, torch = probe_python_and_torch(exe, timeout=answer_s)
-    if info.error:
-        raise python_error(str(python), info, tip=tip)
+    exe, info, torch = probe_target(str(python), timeout=answer_s, tip=tip)
     if torch is None:
         raise InputError(
             f"no torch installed in {exe}",
