@@ -206,6 +206,7 @@ def _plan_inside_ignored(root: Path, top: Path) -> tuple[list[CleanEntry], list[
 
 
 def _holds(folder: str, tracked: set[str]) -> bool:
+    """Whether a tracked file lies under ``folder`` (a path relative to the work tree)."""
     return any(t.startswith(folder + "/") for t in tracked)
 
 
@@ -329,7 +330,7 @@ def _ignored_output_reason(root: Path, rel: str, tracked: set[str]) -> str | Non
         return None
     top = parts[0]
     in_build_dir = _is_build_dir_name(top)
-    if in_build_dir and not any(t.startswith(top + "/") for t in tracked):
+    if in_build_dir and not _holds(top, tracked):
         # a folder named like a build directory proves nothing by its name (a .gitignore of
         # `*` ignores everything): it shows build output, or holds only compiled files
         proof = _build_dir_reason(root / top, python_kind=True)
@@ -410,11 +411,9 @@ def _entry(
     if problem:
         kept.append(Kept(rel, problem))
         return None
-    if tracked is not None:
-        prefix = rel + "/"
-        if rel in tracked or any(t.startswith(prefix) for t in tracked):
-            kept.append(Kept(rel, "holds tracked files"))
-            return None
+    if tracked is not None and (rel in tracked or _holds(rel, tracked)):
+        kept.append(Kept(rel, "holds tracked files"))
+        return None
     if path.is_symlink():
         return CleanEntry(rel, "symlink", 0, reason + " (the link only)")
     if path.is_dir():
