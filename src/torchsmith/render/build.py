@@ -39,8 +39,8 @@ def render_findings(findings: tuple[Finding, ...], console: Console) -> None:
 
 
 def render_clean_plan(clean: CleanPlan, console: Console) -> None:
-    """What --clean would remove before building (a dry run removes nothing)."""
-    from torchsmith.render.clean import human_bytes  # noqa: PLC0415
+    """What --clean would remove before building (a dry run removes nothing): clean's own list."""
+    from torchsmith.render.clean import entries_table, human_bytes, render_kept  # noqa: PLC0415
 
     if not clean.entries:
         console.print("[bold]clean[/bold] [dim](--clean)[/dim]: nothing to remove")
@@ -50,17 +50,8 @@ def render_clean_plan(clean: CleanPlan, console: Console) -> None:
             f"{len(clean.entries)} {'entry' if len(clean.entries) == 1 else 'entries'}, "
             f"{human_bytes(clean.total_bytes)}"
         )
-    for entry in clean.entries:
-        suffix = "/" if entry.kind == "dir" else ""
-        console.print(
-            f"  {escape(entry.path + suffix)} {human_bytes(entry.bytes)} "
-            f"[dim]{escape(entry.reason)}[/dim]",
-            soft_wrap=True,
-        )
-    for kept in clean.kept:
-        console.print(
-            f"  [dim]kept {escape(kept.path)}: {escape(kept.reason)}[/dim]", soft_wrap=True
-        )
+        console.print(entries_table(clean))
+    render_kept(clean, console)
 
 
 def render_plan(plan: Any, console: Console) -> None:

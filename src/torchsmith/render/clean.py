@@ -20,6 +20,24 @@ def human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def entries_table(plan: CleanPlan) -> Table:
+    """What the clean removes: path (a folder with "/", a link with " ->"), size and why."""
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("path")
+    table.add_column("size", justify="right")
+    table.add_column("why", style="dim")
+    for entry in plan.entries:
+        suffix = "/" if entry.kind == "dir" else (" ->" if entry.kind == "symlink" else "")
+        table.add_row(escape(entry.path + suffix), human_bytes(entry.bytes), escape(entry.reason))
+    return table
+
+
+def render_kept(plan: CleanPlan, console: Console) -> None:
+    """What the clean keeps, and why."""
+    for kept in plan.kept:
+        console.print(f"[dim]kept {escape(kept.path)}: {escape(kept.reason)}[/dim]", soft_wrap=True)
+
+
 def render_clean(outcome: Any, console: Console) -> None:
     plan, result = outcome["plan"], outcome.get("result")
     assert isinstance(plan, CleanPlan)
@@ -30,19 +48,9 @@ def render_clean(outcome: Any, console: Console) -> None:
     if not plan.entries:
         console.print("[green]nothing to clean[/green]")
     else:
-        table = Table(show_header=True, header_style="bold", box=None)
-        table.add_column("path")
-        table.add_column("size", justify="right")
-        table.add_column("why", style="dim")
-        for entry in plan.entries:
-            suffix = "/" if entry.kind == "dir" else (" ->" if entry.kind == "symlink" else "")
-            table.add_row(
-                escape(entry.path + suffix), human_bytes(entry.bytes), escape(entry.reason)
-            )
-        console.print(table)
+        console.print(entries_table(plan))
         console.print(f"{len(plan.entries)} entries, {human_bytes(plan.total_bytes)}")
-    for kept in plan.kept:
-        console.print(f"[dim]kept {escape(kept.path)}: {escape(kept.reason)}[/dim]")
+    render_kept(plan, console)
     if result is None:
         if plan.entries:
             console.print(
