@@ -79,9 +79,13 @@ def test_python_error_tells_a_hang_from_a_bad_interpreter(slow_probe: Path) -> N
         "--python py: no answer after 0.5s (hanging?); stopped it",
         "do this",
     )
+    assert info.timed_out_s == SHORT_S  # the hang is a field of its own, not read from the text
     bad = python_env.python_error("py", PythonInfo("py", "unknown", "unknown", 0, error="broken"))
     assert type(bad) is InputError
     assert bad.message == "--python py: broken"
+    # an error that merely reads like a hang (a script printing those words) is no hang
+    said = PythonInfo("py", "unknown", "unknown", 0, error="no answer after 3s from x (hanging?)")
+    assert type(python_env.python_error("py", said)) is InputError
 
 
 # ---------------------------------------------------------------- verify

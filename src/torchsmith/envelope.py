@@ -1,6 +1,6 @@
 """The versioned JSON envelope every ``--json`` output uses.
 
-Shape (pinned by tests/test_envelope_contract.py)::
+Shape (pinned by tests/fuzz/contract.py and tests/test_json_edges.py)::
 
     {"schema": "torchsmith/<command>", "schema_version": N, "torchsmith": "<version>",
      "ok": true, "data": {...}}

@@ -10,7 +10,7 @@ from torchsmith import platforms
 from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
 from torchsmith.build.options import BuildOptions
-from torchsmith.build.preflight import blocking, preflight
+from torchsmith.build.preflight import blocking, preflight, stale_cache_file
 from torchsmith.build.tree import TreeFacts, parse_build_ninja, read_tree, tree_options
 from torchsmith.knowledge import Knowledge
 from torchsmith.probe.model import Finding, Probe, ToolInfo, TorchInfo
@@ -192,6 +192,8 @@ def test_pytorch_stale_cmake_cache_names_each_value(
     assert "USE_CUDA" not in f.message  # ON == 1
     assert "CMAKE_GENERATOR" not in f.message
     assert "torchsmith clean" in f.fix
+    assert f.path == str(tree / "build" / "CMakeCache.txt")  # a field, not read from the message
+    assert stale_cache_file(f) == f.path
 
 
 def test_setuptools_build_ninja_from_torch_2_13(h200: Probe, kb: Knowledge, tmp_path: Path) -> None:
@@ -211,6 +213,7 @@ def test_setuptools_build_ninja_from_torch_2_13(h200: Probe, kb: Knowledge, tmp_
     assert f.category == "stale-build-cache"
     assert "CUDA archs: cached 8.6;8.9, requested 9.0" in f.message
     assert "nvcc: cached /usr/local/cuda-12.4/bin/nvcc" in f.message
+    assert f.path == str(temp / "build.ninja")
 
 
 def test_same_configuration_is_not_stale(h200: Probe, kb: Knowledge, tmp_path: Path) -> None:

@@ -452,14 +452,9 @@ def _expected(config: BuildConfig) -> dict[str, str]:
     return want
 
 
-_STALE = " was made for another configuration"
-
-
 def stale_cache_file(finding: Finding) -> str | None:
-    """The cache file a stale-build-cache finding is about (its message starts with it)."""
-    if finding.category != "stale-build-cache" or _STALE not in finding.message:
-        return None
-    return finding.message.partition(_STALE)[0]
+    """The cache file a stale-build-cache finding is about."""
+    return finding.path if finding.category == "stale-build-cache" else None
 
 
 def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
@@ -483,9 +478,10 @@ def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
             Finding(
                 "stale-build-cache",
                 "error" if pytorch or cache.kind == "cmake" else "warning",
-                f"{cache.path}{_STALE}: " + "; ".join(diffs) + why,
+                f"{cache.path} was made for another configuration: " + "; ".join(diffs) + why,
                 CLEAN_FIX,
                 subject=cache.kind + " cache",
+                path=cache.path,
             )
         )
     return out

@@ -25,6 +25,7 @@ class Finding:
     fix: str
     subject: str | None = None  # what it is about: "gpu 0", "torch", "nvcc", ...
     source: str | None = None  # where the fact behind it comes from (URL or KB source key)
+    path: str | None = None  # the file it is about, where it is about one (a stale CMakeCache.txt)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class PythonInfo:
     platform_tag: str | None = None  # sysconfig.get_platform(): linux-x86_64, win-amd64
     site_packages: tuple[str, ...] = ()
     error: str | None = None
+    timed_out_s: float | None = None  # the probe got no answer within this many seconds (a hang)
 
 
 @dataclass(frozen=True)

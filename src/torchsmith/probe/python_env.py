@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -50,8 +49,6 @@ _VERIFY_MARKER = "torchsmith-python-ok"
 _VERIFY_CODE = f"import sys; sys.stdout.write('{_VERIFY_MARKER} %d.%d.%d' % sys.version_info[:3])"
 # macOS framework builds pass this to children, which then believe they run in *our* venv.
 _DROP_ENV = ("__PYVENV_LAUNCHER__",)
-# How probe_python_and_torch words a timeout (python_error reads it back).
-_HANG = re.compile(r"^no answer after (?P<seconds>[0-9.e+-]+)s ")
 
 
 # ---------------------------------------------------------------- which interpreter
@@ -108,13 +105,12 @@ def hanging_python(
 
 
 def python_error(given: str, info: PythonInfo, *, tip: str | None = None) -> TorchsmithError:
-    """The error for a target whose probe failed (``info.error`` is set): a hang is a hung tool
-    (exit 4, :func:`hanging_python`, with ``tip`` if given), anything else a bad ``--python``
-    (exit 3)."""
+    """The error for a target whose probe failed (``info.error`` is set): a hang
+    (``info.timed_out_s`` set) is a hung tool (exit 4, :func:`hanging_python`, with ``tip`` if
+    given), anything else a bad ``--python`` (exit 3)."""
+    if info.timed_out_s is not None:
+        return hanging_python(given, info.timed_out_s, tip=tip)
     error = info.error or "the probe failed"
-    hang = _HANG.match(error)
-    if hang:
-        return hanging_python(given, float(hang["seconds"]), tip=tip)
     return InputError(f"--python {given}: {error}", tip="check that the interpreter runs")
 
 
@@ -207,7 +203,8 @@ def probe_python_and_torch(
     try:
         result = cmd.run(argv, timeout=seconds, env=child_env())
     except cmd.CommandTimeoutError:
-        return _failed(python, f"no answer after {seconds:g}s from {python} (hanging?)"), None
+        hang = f"no answer after {seconds:g}s from {python} (hanging?)"
+        return _failed(python, hang, timed_out_s=seconds), None
     except cmd.CommandNotFoundError as exc:
         return _failed(python, exc.message), None
     try:
@@ -249,8 +246,8 @@ def python_info_from_report(report: Mapping[str, Any], python: str) -> PythonInf
     )
 
 
-def _failed(python: str, error: str) -> PythonInfo:
-    return PythonInfo(python, "unknown", "unknown", 0, error=error)
+def _failed(python: str, error: str, *, timed_out_s: float | None = None) -> PythonInfo:
+    return PythonInfo(python, "unknown", "unknown", 0, error=error, timed_out_s=timed_out_s)
 
 
 def _why_no_report(python: str, result: cmd.CommandResult, parse_error: str) -> str:
