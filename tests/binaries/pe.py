@@ -10,6 +10,10 @@ decoy container magics that a reader must reject. Not loadable by Windows; not m
 from __future__ import annotations
 
 import struct
+from pathlib import Path
+
+from torchsmith.binaries.formats import layout
+from torchsmith.binaries.sources import MappedFile
 
 FILE_ALIGN = 0x200
 OPTIONAL_HEADER_SIZE = 0xF0  # PE32+
@@ -62,3 +66,10 @@ def build_pe(fatbin: bytes, text: bytes = b"\xc3" * 64 + DECOYS) -> bytes:
         vaddr += _align(len(data)) + 0x1000
     head = bytes(dos) + b"PE\0\0" + coff + bytes(optional) + table
     return head + b"\0" * (_align(headers_end) - len(head)) + body
+
+
+def fatbin_bytes(path: Path) -> bytes:
+    """The fatbin section of an nvcc-built ELF, to put into a PE."""
+    with MappedFile(str(path)) as src:
+        (region,) = layout(src, str(path)).regions
+        return src.read_at(region.start, region.end - region.start)

@@ -3,6 +3,7 @@
 A wheel member is read as a forward-only stream, so its section headers (at the end of an ELF
 file) cannot be read; the ELF header alone must still tell a cut or malformed member from a
 healthy binary without GPU code, with the words ``read_binary`` uses for the same bytes on disk.
+A PE's headers come first, so they are checked whole.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from torchsmith.binaries.reader import NO_FATBIN, read_binary
+from torchsmith.binaries.reader import NO_FATBIN, BinaryReport, read_binary
 from torchsmith.binaries.targets import inspect_target
 from torchsmith.cli import main
 from torchsmith.errors import InputError
 
 from .conftest import Built
+from .pe import build_pe, fatbin_bytes
 
 GARBAGE_ELF = b"\x7fELF\x02\x01\x01" + b"\xff" * 1000  # section headers at 0xffff...: past the end
 
@@ -90,3 +92,34 @@ def test_cli_shows_the_damage_and_exits_as_for_a_directory(
     assert [d.split(" (")[0] for d in data["damaged"]] == ["pkg/lib.so"]
     assert data["binaries"][0]["error"].startswith("truncated ELF (section headers end past")
     assert data["files_read"] == 0
+
+
+def test_damaged_pe_members_are_counted_as_on_disk(built: Built, tmp_path: Path) -> None:
+    """A PE's headers and section table come first, so a stream checks them as a file would:
+    a cut image, an MZ stub without a PE signature, and a section table pointing past the member
+    are damaged, with the words ``read_binary`` uses; a whole image reads its GPU code."""
+    whole = build_pe(fatbin_bytes(built["libmix.so"]))
+    far = bytearray(whole[:0x40])
+    far[0x3C:0x40] = (1 << 31).to_bytes(4, "little")  # e_lfanew past the end
+    members = {
+        "pkg/good.dll": whole,
+        "pkg/cut.dll": whole[:2000],
+        "pkg/stub.pyd": b"MZ" + b"\0" * 200,
+        "pkg/far.dll": bytes(far),
+    }
+    report = inspect_target(str(make_wheel(tmp_path / "x-1-py3-none-win_amd64.whl", members)))
+    names = ("pkg/cut.dll", "pkg/far.dll", "pkg/stub.pyd")
+    damaged = {name: file_verdict(tmp_path, name, members[name]) for name in names}
+    assert sorted(report.damaged) == [f"{name} ({why})" for name, why in damaged.items()]
+    assert damaged["pkg/cut.dll"].startswith("truncated PE (section")
+    assert damaged["pkg/far.dll"].startswith("not a PE binary")
+    good = {b.path: b for b in report.binaries}["pkg/good.dll"]
+    direct = read_binary_bytes(tmp_path / "good.dll", whole)
+    assert good.error is None
+    assert (good.sass_counts, good.ptx_counts) == (direct.sass_counts, direct.ptx_counts)
+    assert good.sass_counts
+
+
+def read_binary_bytes(path: Path, data: bytes) -> BinaryReport:
+    path.write_bytes(data)
+    return read_binary(path)

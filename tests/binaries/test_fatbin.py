@@ -15,7 +15,7 @@ from torchsmith.binaries.reader import NO_FATBIN, BinaryReport, read_binary, rea
 from torchsmith.binaries.sources import MappedFile, StreamSource
 
 from .conftest import BUILDS, Built
-from .pe import build_pe
+from .pe import build_pe, fatbin_bytes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -29,12 +29,6 @@ EXPECTED: dict[str, tuple[dict[str, int], dict[str, int]]] = {
     "app": ({"sm_80": 2}, {}),
     "rdc.o": ({"sm_120": 1}, {"compute_120": 1}),
 }
-
-
-def fatbin_bytes(path: Path) -> bytes:
-    with MappedFile(str(path)) as src:
-        (region,) = layout(src, str(path)).regions
-        return src.read_at(region.start, region.end - region.start)
 
 
 def section_offset(path: Path) -> int:

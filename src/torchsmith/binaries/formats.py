@@ -8,6 +8,7 @@ and every candidate validated. Synthetic/odd layouts fall back to the same scan.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import struct
 from dataclasses import dataclass
@@ -262,6 +263,39 @@ def _pe_sections(src: ByteSource, head: bytes, display: str) -> tuple[tuple[str,
             )
         sections.append((text, raw_ptr, raw_ptr + raw_size))
     return tuple(sections)
+
+
+PE_HEADERS_MAX = 64 << 10  # a stream's PE headers are checked when they end within this
+
+
+class _HeadersBeyondError(Exception):
+    """The PE headers reach past the bytes a stream keeps for them."""
+
+
+class _Prefix:
+    """The first bytes of a binary of ``size`` bytes, as a source for the header checks: a read
+    past the file's end comes back short (damage), a read past the prefix alone raises."""
+
+    def __init__(self, prefix: bytes, size: int) -> None:
+        self._prefix = prefix
+        self.size = size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        if min(offset + length, self.size) > len(self._prefix):
+            raise _HeadersBeyondError
+        return self._prefix[offset : offset + length]
+
+    def find(self, pattern: bytes, start: int, end: int) -> int:  # pragma: no cover - unused
+        return self._prefix.find(pattern, start, end)
+
+
+def pe_headers(prefix: bytes, size: int, display: str) -> None:
+    """For a forward-only stream (a wheel member): the checks :func:`layout` makes of a PE's
+    headers and section table (a PE signature, a table inside the file, no section past its
+    end), on the stream's first bytes. Headers reaching past ``prefix`` (PE_HEADERS_MAX; real
+    ones end in the first few KiB) are not checked. Raises BinaryFormatError."""
+    with contextlib.suppress(_HeadersBeyondError):
+        _pe_sections(_Prefix(prefix, size), prefix, display)
 
 
 def section_of(offset: int, sections: tuple[tuple[str, int, int], ...]) -> str | None:

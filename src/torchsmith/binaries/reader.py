@@ -11,6 +11,7 @@ from typing import IO
 from torchsmith.binaries.archs import RunsOn, sort_key
 from torchsmith.binaries.fatbin import ByteSource, FatbinEntry, Scan, walk_region
 from torchsmith.binaries.formats import (
+    PE_HEADERS_MAX,
     Layout,
     NotABinaryError,
     Region,
@@ -18,6 +19,7 @@ from torchsmith.binaries.formats import (
     describe_head,
     elf_header,
     layout,
+    pe_headers,
     section_of,
     sniff,
 )
@@ -184,7 +186,8 @@ def read_stream(
     Section headers sit at the end of an ELF file, so a stream cannot use them; every candidate
     container is validated instead, which gives the same result as the section walk on real
     binaries (tests compare the two). An ELF header that is cut short or points past the member
-    raises BinaryFormatError, as :func:`read_binary` does, so the wheel counts it as damaged.
+    raises BinaryFormatError, as :func:`read_binary` does, so the wheel counts it as damaged;
+    so does a PE whose headers or sections are cut or point past the member.
     """
     source = StreamSource(stream, size)
     head = source.read_at(0, 64)
@@ -193,6 +196,8 @@ def read_stream(
         raise NotABinaryError(f"{display}: not an ELF or PE binary ({describe_head(head)})")
     if fmt == "elf":  # a cut or malformed header is damage, as for a file on disk
         elf_header(head, size, display)
+    elif fmt == "pe":  # its headers come first, so a stream reads them as a file would
+        pe_headers(source.read_at(0, min(size, PE_HEADERS_MAX)), size, display)
     scan = Scan()
     walk_region(source, 0, size, scan, trusted=fmt == "fatbin", progress=progress)
     where = ("(scan)",) if scan.containers else ()
