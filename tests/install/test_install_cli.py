@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.install.conftest import PYTHON311, tree_hash
+from tests.install.conftest import PYTHON311, fresh_venv, tree_hash
 from torchsmith.cli import main
 from torchsmith.errors import UsageError
 from torchsmith.install import executor, steps
@@ -107,6 +108,12 @@ def test_ctrl_c_during_the_install_restores(
             "new_module.py,,\nsetuptools-99.0.dist-info/METADATA,,\n"
             "setuptools-99.0.dist-info/RECORD,,\n"
         )
+        # audit: an installer stopped while unpacking leaves folders it had made and no file in
+        # them yet (torch-*.dist-info/licenses/third_party/..., an empty networkx/); an empty
+        # dist-info then passed for an installed torch with invalid metadata
+        (site / "torch-2.13.0+cpu.dist-info" / "licenses" / "third_party" / "x").mkdir(parents=True)
+        (site / "networkx" / "__pycache__").mkdir(parents=True)  # pip compiles as it goes
+        (site / "networkx" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"\0")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(executor, "_install", interrupted)
@@ -117,6 +124,9 @@ def test_ctrl_c_during_the_install_restores(
     plan.write_text(capsys.readouterr().out)
     code = main(["install", "--venv", str(small_venv), "--plan", str(plan), "--no-verify"])
     assert code == 130
+    said = capsys.readouterr().err
+    assert "interrupted: the install was undone" in said
+    assert "recorded as interrupted" in said
     assert package_set(read_dists((str(site),))) == before
     after = tree_hash(small_venv)
     changed = {k for k in set(hashed) | set(after) if hashed.get(k) != after.get(k)}
@@ -288,3 +298,147 @@ def test_a_new_venv_goes_when_the_ledger_cannot_record_the_install(
     assert not (tmp_path / "new").exists()
     snapshots = tmp_path / "snapshots"
     assert not snapshots.exists() or not any(snapshots.rglob("*.json"))
+
+
+def _saved_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
+    plan = tmp_path / "plan.json"
+    assert (
+        main(["plan", "--json", "--os", "linux", "--python", "3.11", "--gpu", "none", *TORCH]) == 0
+    )
+    plan.write_text(capsys.readouterr().out)
+    return plan
+
+
+def test_ctrl_c_before_the_install_says_nothing_changed(
+    capsys: pytest.CaptureFixture[str],
+    small_venv: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit: Ctrl-C before the attempt was recorded said the install 'was put back' and named
+    an attempt the ledger did not hold."""
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+
+    def stopped(*_: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor, "_record_environment", stopped)
+    before = tree_hash(small_venv)
+    code = main(["install", "--venv", str(small_venv), "--plan", str(plan), "--no-verify"])
+    assert code == 130
+    said = capsys.readouterr().err
+    assert "interrupted before anything was installed" in said
+    assert "unchanged" in said
+    assert Ledger().latest(kind="install") is None
+    assert tree_hash(small_venv) == before
+
+
+def test_ctrl_c_while_verifying_keeps_the_install_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit: Ctrl-C while verify ran said the install was put back; it stayed (rightly: it had
+    succeeded and was recorded so)."""
+    venv = fresh_venv(tmp_path / "venv")
+    site = next(venv.glob("lib/python3*/site-packages"))
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+
+    def installed(result: Any, sites: tuple[str, ...], on_step: Any) -> None:
+        info = site / "fakepkg-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
+        (info / "RECORD").write_text("fakepkg-1.0.dist-info/METADATA,,\n")
+        result.after = package_set(read_dists(sites))
+
+    def verifier(_: str) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor, "_install", installed)
+    monkeypatch.setattr(executor, "default_verifier", lambda: verifier)
+    code = main(["install", "--venv", str(venv), "--plan", str(plan)])
+    assert code == 130
+    said = capsys.readouterr().err
+    latest = Ledger().latest(kind="install")
+    assert latest is not None
+    assert latest.status == "succeeded"
+    assert f"interrupted while verifying: install #{latest.id} stays" in said
+    assert "install --rollback" in said
+    assert "fakepkg" in package_set(read_dists((str(site),)))
+
+
+def _read_only(folder: Path) -> bool:
+    """Make ``folder`` refuse new files (chmod; chattr +i where root ignores modes); whether
+    that worked here."""
+    folder.chmod(0o555)
+    probe = folder / ".probe"
+    try:
+        probe.write_text("")
+    except OSError:
+        return True
+    probe.unlink()
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_target_it_cannot_write_is_refused_before_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """audit: an install into a read-only site-packages failed in the restore with
+    'input ...: permission denied' and left its attempt 'died'; --dry-run said nothing."""
+    venv = fresh_venv(tmp_path / "venv")
+    site = next(venv.glob("lib/python3*/site-packages"))
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+    if not _read_only(site):
+        site.chmod(0o755)
+        pytest.skip("cannot make a folder read-only here")
+    try:
+        before = tree_hash(venv)
+        for extra in (["--dry-run"], []):
+            code = main(["install", "--venv", str(venv), "--plan", str(plan), *extra])
+            assert code == 3
+            line = one_error(capsys)
+            assert f"cannot write to {site}" in line
+            assert "nothing was installed" in line
+        assert Ledger().latest(kind="install") is None
+        assert tree_hash(venv) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(site)], capture_output=True, check=False)
+        site.chmod(0o755)
+
+
+def test_one_environment_is_one_target_however_its_path_is_spelled(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit: an install through ``../venv/bin/python`` was recorded with the ``..`` in it, and
+    `--rollback` named through ``venv/bin/python`` found no install to undo."""
+    venv = fresh_venv(tmp_path / "venv5")
+    site = next(venv.glob("lib/python3*/site-packages"))
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+
+    def installed(result: Any, sites: tuple[str, ...], on_step: Any) -> None:
+        info = site / "fakepkg-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
+        (info / "RECORD").write_text("fakepkg-1.0.dist-info/METADATA,,\n")
+        result.after = package_set(read_dists(sites))
+
+    monkeypatch.setattr(executor, "_install", installed)
+    (tmp_path / "sd").mkdir()
+    monkeypatch.chdir(tmp_path / "sd")
+    code = main(["install", "--python", "../venv5/bin/python", "--plan", str(plan), "--no-verify"])
+    assert code == 0, capsys.readouterr().err
+    latest = Ledger().latest(kind="install")
+    assert latest is not None
+    assert latest.result["python"] == str(venv / "bin" / "python")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["install", "--python", "venv5/bin/python", "--rollback", "--dry-run"]) == 0
+    assert main(["install", "--venv", "sd/../venv5", "--rollback"]) == 0
+    assert "fakepkg" not in package_set(read_dists((str(site),)))

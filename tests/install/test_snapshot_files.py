@@ -207,3 +207,33 @@ def test_the_uv_lock_is_the_target_venvs_own(tmp_path: Path) -> None:
     assert executor._uv_lock(dataclasses.replace(uv, installer="pip")) is None
     conda = dataclasses.replace(uv, python=str(tmp_path / "conda" / "bin" / "python"))
     assert executor._uv_lock(conda) is None
+
+
+def test_an_undone_install_and_a_rollback_say_what_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """audit: install #2, its rollback #3, install #4: #4 pruned #2's snapshot, and then
+    `--rollback 2` blamed the last-3 limit (two installs had gone there); `--rollback 3` (a
+    rollback) ran into the newer-install check, whose tip ended 'then it'."""
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    venv = fresh_venv(tmp_path / "venv")
+    sites = tuple(str(p) for p in venv.glob("lib/python3*/site-packages"))
+    python = str(venv / "bin" / "python")
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+
+    def install() -> int:
+        attempt = ledger.start("install", config={}, tree=python)
+        taken = snapshot.take(sites).path
+        ledger.finish(attempt, status="succeeded", result={"python": python, "snapshot": taken})
+        return attempt
+
+    first = install()
+    undo = executor.rollback(first, ledger=ledger).ledger_id
+    assert undo is not None
+    second = install()
+    assert executor.prune_snapshots(ledger, python) == [first]
+    with pytest.raises(InputError, match=f"was rolled back already \\(by #{undo}\\)"):
+        executor.rollback(first, ledger=ledger)
+    with pytest.raises(InputError, match=f"is a rollback \\(of install #{first}\\)"):
+        executor.rollback(undo, ledger=ledger)
+    assert ledger.get(second).result["snapshot"]

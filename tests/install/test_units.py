@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from torchsmith.errors import InputError, UsageError
 from torchsmith.install import indexes, steps
@@ -15,6 +16,7 @@ from torchsmith.install.model import InstallResult, Requirement
 from torchsmith.install.report import first_error, pip_origins
 from torchsmith.plan.model import Recommendation
 from torchsmith.probe.model import ArchSet, TorchInfo
+from torchsmith.render.install import render_install
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # `pip config list` on the CI machine, as it printed it.
@@ -234,3 +236,18 @@ def test_json_of_a_result_is_plain() -> None:
 
     doc = wrap("install", _result("2.13.0+cpu"))
     assert json.loads(json.dumps(doc))["data"]["requirements"][0]["spec"] == "torch==2.13.0+cpu"
+
+
+def test_a_rollback_dry_run_shows_no_empty_command_list_or_ledger_id() -> None:
+    """audit: `install --rollback --dry-run` printed 'commands (nothing was changed):' with no
+    command under it, and 'ledger ; snapshot ...' with no id."""
+    result = InstallResult(
+        python="/v/bin/python", installer="torchsmith", status="planned", torch=None,
+        variant=None, snapshot="/snapshots/x", changed={"torch": ["2.13.0", None]},
+    )  # fmt: skip
+    console = Console(record=True, width=100)
+    render_install(result, console)
+    text = console.export_text()
+    assert "commands" not in text
+    assert "ledger" not in text
+    assert "snapshot /snapshots/x" in text

@@ -135,12 +135,8 @@ def install(  # noqa: PLR0917
                 verifier=executor.default_verifier(),
                 argv=("torchsmith", *sys.argv[1:]),
             )
-    except KeyboardInterrupt:  # the executor put the environment back before letting it go
-        click.echo(
-            "interrupted: what the install had changed was put back (torchsmith attempts list "
-            "--kind install shows the attempt)",
-            err=True,
-        )
+    except executor.InstallInterrupted as stopped:  # it says what the install left behind
+        click.echo(stopped.said, err=True)
         raise click.exceptions.Exit(130) from None
     if result.status not in ("succeeded", "planned"):
         if not as_json:  # what changed and what was put back; --json gets the error envelope
@@ -177,12 +173,12 @@ def _rollback_python(venv: str | None, python: str | None) -> str | None:
     """The interpreter --rollback is limited to: --venv's, or --python's; None for any."""
     from torchsmith.errors import UsageError  # noqa: PLC0415
     from torchsmith.install import steps  # noqa: PLC0415
-    from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
+    from torchsmith.probe.python_env import resolve_python, tidy_path  # noqa: PLC0415
 
     if venv is not None and python is not None:
         raise UsageError("--venv and --python name two targets", tip="pass one of them")
     if venv is not None:
-        return str(steps.venv_python(Path(venv)).absolute())
+        return str(tidy_path(steps.venv_python(Path(venv))))
     return resolve_python(python) if python is not None else None
 
 

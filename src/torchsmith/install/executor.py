@@ -10,8 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +29,12 @@ from torchsmith.install.model import InstallOptions, InstallResult, diff
 from torchsmith.install.report import first_error, pip_origins
 from torchsmith.ledger import Ledger
 from torchsmith.plan.model import Recommendation
-from torchsmith.probe.python_env import child_env, probe_python_and_torch, resolve_python
+from torchsmith.probe.python_env import (
+    child_env,
+    probe_python_and_torch,
+    resolve_python,
+    tidy_path,
+)
 from torchsmith.util import cmd
 
 OnStep = Callable[[str], None]
@@ -60,7 +68,7 @@ def prepare(rec: Recommendation, options: InstallOptions) -> InstallResult:
     if options.venv is not None and options.python is not None:
         raise UsageError("--venv and --python name two targets", tip="pass one of them")
     if options.venv is not None and not steps.venv_python(Path(options.venv)).exists():
-        venv = Path(options.venv).absolute()
+        venv = tidy_path(Path(options.venv))
         if venv.exists() and (not venv.is_dir() or any(venv.iterdir())):
             raise UsageError(
                 f"--venv {options.venv}: exists and is not a virtual environment (no "
@@ -120,19 +128,76 @@ def run_install(
     verifier: Verifier | None = None,
     argv: tuple[str, ...] = (),
 ) -> InstallResult:
+    """Install as :func:`prepare` decided; a failure puts the target back and comes back in the
+    result (its ``error``). Ctrl-C raises :class:`InstallInterrupted`, whose ``said`` tells
+    what it left: nothing changed, the install undone, or (while verifying) the install kept."""
     started = time.monotonic()
     result = prepare(rec, options)
     if options.dry_run:
+        if len(result.steps) == 1:  # an existing target (no venv to make first)
+            _writable(_site_packages(result.python, f"--python {result.python}"), result.python)
         return result
+    sites, ledger, attempt, created, top = _begin(
+        result, options, rec, ledger=ledger, on_step=on_step, argv=argv
+    )
+    try:
+        result.ledger_id = attempt
+        ledger.update_result(attempt, _ledger_result(result))
+        _install(result, sites, on_step)
+    except KeyboardInterrupt:
+        with _no_interrupt():
+            _restore(result, "interrupted", created, top)
+            _discard_if_restored(result, created)
+            _drop_report(result)
+            ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
+        raise InstallInterrupted(_undone(result, attempt, "interrupted")) from None
+    except TorchsmithError as exc:
+        with _no_interrupt():
+            result.error = exc.message
+            _restore(result, "rolled-back", created, top)
+            result.duration_s = round(time.monotonic() - started, 2)
+            _discard_if_restored(result, created)
+            ledger.finish(
+                attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
+                diagnoses=result.findings, result=_ledger_result(result),
+            )  # fmt: skip
+        return result
+    except BaseException:  # a bug or OS failure: still put the environment back, then surface
+        with _no_interrupt():
+            _restore(result, "rolled-back", created, top)
+            _discard_if_restored(result, created)
+            _drop_report(result)
+            ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
+        raise
+    _succeeded(result, ledger, attempt, started)
+    if options.verify and verifier is not None:
+        _verify(result, verifier, attempt, on_step)
+    return result
+
+
+def _begin(
+    result: InstallResult,
+    options: InstallOptions,
+    rec: Recommendation,
+    *,
+    ledger: Ledger | None,
+    on_step: OnStep,
+    argv: tuple[str, ...],
+) -> tuple[tuple[str, ...], Ledger, int, Path | None, Path | None]:
+    """Everything before the installer runs: the index checked, the venv made, the target
+    snapshotted, the attempt recorded. Until the ledger holds the attempt nothing could undo
+    what was made, so a failure or Ctrl-C here takes it back."""
     config = result.sources or indexes.IndexConfig()
     forced = {
         u: w for u, w in config.origin.items() if w in ("--index-url", "--find-links", "plan")
     }
-    on_step("checking the package index")
-    indexes.require_reachable(forced)
-    created, top = _create_venv(result, options, on_step)
+    created: Path | None = None
+    top: Path | None = None
     snap: snapshot.Snapshot | None = None
-    try:  # until the ledger holds the attempt, nothing could undo what was made: take it back
+    try:
+        on_step("checking the package index")
+        indexes.require_reachable(forced)
+        created, top = _create_venv(result, options, on_step)
         sites, snap = _record_environment(result, on_step)
         ledger = ledger or Ledger()
         result.snapshot, result.before = snap.path, snap.packages
@@ -141,50 +206,107 @@ def run_install(
             tools={"installer": result.installer},
         )  # fmt: skip
     except BaseException as exc:
-        if snap is not None:
-            snapshot.discard(snap.path)
-        _take_back(exc, created, top)
+        with _no_interrupt():
+            if snap is not None:
+                snapshot.discard(snap.path)
+            _take_back(exc, created, top)
+        if isinstance(exc, KeyboardInterrupt):
+            gone = f"; {created} was removed" if created is not None and top is not None else ""
+            raise InstallInterrupted(
+                f"interrupted before anything was installed: {result.python} is unchanged{gone}"
+            ) from None
         raise
-    result.ledger_id = attempt
-    ledger.update_result(attempt, _ledger_result(result))
-    try:
-        _install(result, sites, on_step)
-    except KeyboardInterrupt:
-        _restore(result, "interrupted", created, top)
-        _discard_if_restored(result, created)
-        ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
-        raise
-    except TorchsmithError as exc:
-        result.error = exc.message
-        _restore(result, "rolled-back", created, top)
-        result.duration_s = round(time.monotonic() - started, 2)
-        _discard_if_restored(result, created)
-        ledger.finish(
-            attempt, status="failed", exit_code=exc.exit_code, duration_s=result.duration_s,
-            diagnoses=result.findings, result=_ledger_result(result),
-        )  # fmt: skip
-        return result
-    except BaseException:  # a bug or OS failure: still put the environment back, then surface
-        _restore(result, "rolled-back", created, top)
-        _discard_if_restored(result, created)
-        ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
-        raise
+    return sites, ledger, attempt, created, top
+
+
+def _succeeded(result: InstallResult, ledger: Ledger, attempt: int, started: float) -> None:
     result.status = "succeeded"
     result.duration_s = round(time.monotonic() - started, 2)
-    ledger.finish(
-        attempt, status="succeeded", exit_code=0, duration_s=result.duration_s,
-        diagnoses=result.findings, archs=result.archs, result=_ledger_result(result),
-    )  # fmt: skip
-    pruned = prune_snapshots(ledger, result.python)
+    with _no_interrupt():  # the install is done: its record must say so
+        ledger.finish(
+            attempt, status="succeeded", exit_code=0, duration_s=result.duration_s,
+            diagnoses=result.findings, archs=result.archs, result=_ledger_result(result),
+        )  # fmt: skip
+        pruned = prune_snapshots(ledger, result.python)
     if pruned:
         result.notes.append(
             f"removed the snapshots of {len(pruned)} older install(s) into this environment "
             f"(#{', #'.join(map(str, pruned))}): the last {KEEP_SNAPSHOTS} can be rolled back"
         )
-    if options.verify and verifier is not None:
-        on_step("verifying")
+
+
+def _verify(result: InstallResult, verifier: Verifier, attempt: int, on_step: OnStep) -> None:
+    """Verify the install; Ctrl-C here keeps it (it succeeded and is recorded) and says so."""
+    on_step("verifying")
+    try:
         result.verify = verifier(result.python)
-    return result
+    except KeyboardInterrupt:
+        raise InstallInterrupted(
+            f"interrupted while verifying: install #{attempt} stays in {result.python} "
+            f"(torchsmith verify --python {shlex.quote(result.python)} checks it; "
+            "torchsmith install --rollback undoes it)"
+        ) from None
+
+
+class InstallInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an install, after the executor did what it could; ``said`` is the one line
+    for the user: what the install left behind."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+def _undone(result: InstallResult, attempt: int, status: str) -> str:
+    """What an install stopped by Ctrl-C left, after :func:`_restore`."""
+    incomplete = [n for n in result.notes if n.startswith("restore incomplete")]
+    if incomplete:
+        return (
+            f"{status}: the install could not all be undone ({incomplete[-1]}); install "
+            f"#{attempt} in `torchsmith attempts show {attempt}` says what is left"
+        )
+    return (
+        f"{status}: the install was undone, {result.python} is as it was (install #{attempt}, "
+        f"recorded as {status})"
+    )
+
+
+@contextlib.contextmanager
+def _no_interrupt() -> Iterator[None]:
+    """Hold off a second Ctrl-C while the environment is put back and the ledger written: a
+    restore cut half-way would leave the environment neither as it was nor as installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _drop_report(result: InstallResult) -> None:
+    """pip's --report file of an install that did not get to read it."""
+    argv = result.steps[-1].argv if result.steps else ()
+    if "--report" in argv:
+        Path(argv[argv.index("--report") + 1]).unlink(missing_ok=True)
+
+
+def _writable(sites: tuple[str, ...], python: str) -> None:
+    """InputError unless a file can be made in each of the target's site-packages folders
+    (tried for real: permission bits do not tell an immutable or read-only-mounted folder)."""
+    for site in sites:
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".torchsmith-write-test-", dir=site)
+            os.close(fd)
+            Path(probe).unlink()
+        except OSError as exc:
+            raise InputError(
+                f"--python {python}: cannot write to {site} ({exc.strerror or exc}); nothing "
+                "was installed",
+                tip="install as the user who owns that environment, or into a venv of your own "
+                "(--venv DIR)",
+            ) from None
 
 
 def _record_environment(
@@ -192,6 +314,7 @@ def _record_environment(
 ) -> tuple[tuple[str, ...], snapshot.Snapshot]:
     """The target's site-packages, and a snapshot of them to put back."""
     sites = _site_packages(result.python, f"--python {result.python}")
+    _writable(sites, result.python)
     on_step("recording the environment")
     return sites, snapshot.take(sites, uv_lock=_uv_lock(result))
 
@@ -223,7 +346,7 @@ def _create_venv(
     top: Path | None = None
     for step in result.steps[:-1]:
         on_step(step.title)
-        created = Path(options.venv or "").absolute()
+        created = tidy_path(Path(options.venv or ""))
         missing = [p for p in (created, *created.parents) if not p.exists()]
         top = missing[-1] if missing else None
         try:
@@ -315,7 +438,13 @@ def _restore(
         return
     if result.snapshot is None:
         return
-    after = snapshot.restore(result.snapshot, exact=True)
+    try:
+        after = snapshot.restore(result.snapshot, exact=True)
+    except OSError as exc:  # the snapshot stays (the only copy): _discard_if_restored sees it
+        result.status = status  # type: ignore[assignment]
+        result.notes.append(f"restore incomplete: {exc}")
+        result.error = result.error or f"the environment could not be put back: {exc}"
+        return
     result.after = after
     result.changed = diff(result.before, after)
     result.status = status  # type: ignore[assignment]
@@ -417,14 +546,26 @@ def prune_snapshots(ledger: Ledger, python: str, keep: int = KEEP_SNAPSHOTS) -> 
     environment is gigabytes, and every install takes a snapshot."""
     installs = ledger.list(kind="install")
     kept = [a.id for a in _installs(installs, python, live=True) if a.result.get("snapshot")]
+    undone = _undone_by(installs)
     removed = []
     for attempt in _installs(installs, python):  # a failed or died one keeps its: the only copy
         if not attempt.result.get("snapshot") or attempt.id in kept[:keep]:
             continue
         if snapshot.discard(str(attempt.result["snapshot"])):
-            ledger.update_result(attempt.id, {**attempt.result, "snapshot": None, "pruned": True})
+            # why it went: a rollback had undone it, or it is older than the last KEEP
+            why = f"undone by #{undone[attempt.id]}" if attempt.id in undone else "older"
+            ledger.update_result(attempt.id, {**attempt.result, "snapshot": None, "pruned": why})
             removed.append(attempt.id)
     return removed
+
+
+def _undone_by(installs: list[Any]) -> dict[int, int]:
+    """Install id -> the id of the rollback that undid it."""
+    return {
+        a.config["rollback_of"]: a.id
+        for a in installs
+        if "rollback_of" in a.config and a.status == "succeeded"
+    }
 
 
 def _origins(result: InstallResult, argv: tuple[str, ...]) -> dict[str, str]:
@@ -511,7 +652,7 @@ def _same_python(a: str, b: str) -> bool:
     """One environment: the same interpreter path (links are not followed: a venv's
     bin/python is a link to the base one), or two interpreters of one venv's bin folder
     (python and python3)."""
-    first, second = Path(a).absolute(), Path(b).absolute()
+    first, second = tidy_path(Path(a)), tidy_path(Path(b))
     if os.path.normcase(first) == os.path.normcase(second):
         return True
     same_bin = os.path.normcase(first.parent) == os.path.normcase(second.parent)
@@ -522,8 +663,7 @@ def _installs(installs: list[Any], python: str | None = None, *, live: bool = Fa
     """The installs that changed an environment (succeeded, not rollbacks), in the ledger's
     order (newest first), into ``python``'s environment when given; ``live``: only those no
     rollback has undone yet."""
-    undone = {a.config["rollback_of"] for a in installs
-              if "rollback_of" in a.config and a.status == "succeeded"}  # fmt: skip
+    undone = _undone_by(installs)
     return [
         a
         for a in installs
@@ -538,7 +678,21 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
     installs = ledger.list(kind="install")
     if attempt_id is not None:
         attempt = ledger.get(attempt_id)
-        if attempt.kind == "install" and attempt.result.get("pruned"):
+        if attempt.kind == "install" and "rollback_of" in attempt.config:
+            raise InputError(
+                f"attempt {attempt_id} is a rollback (of install #{attempt.config['rollback_of']}),"
+                " not an install",
+                tip=f"to have install #{attempt.config['rollback_of']}'s packages again, install "
+                "them again",
+            )
+        pruned = attempt.result.get("pruned") if attempt.kind == "install" else None
+        if isinstance(pruned, str) and pruned.startswith("undone by"):
+            raise InputError(
+                f"install #{attempt_id} was rolled back already "
+                f"({pruned.removeprefix('undone ')}), and its snapshot removed",
+                tip="there is nothing left of it to undo",
+            )
+        if pruned:
             raise InputError(
                 f"install #{attempt_id}'s snapshot was removed: torchsmith keeps those of the "
                 f"last {KEEP_SNAPSHOTS} installs into an environment",
@@ -556,7 +710,8 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
         if newer:  # its snapshot predates them: restoring it would undo them too, unsaid
             raise UsageError(
                 f"install #{min(newer)} into the same environment came after #{attempt_id}",
-                tip=f"roll back the newer install(s) first (--rollback {max(newer)}), then it",
+                tip=f"roll back the newer install(s) first (--rollback {max(newer)}), then "
+                f"--rollback {attempt_id}",
             )
         return attempt
     candidates = [a for a in _installs(installs, python, live=True) if a.result.get("snapshot")]

@@ -123,6 +123,8 @@ def take(
     inside = [[path, key] for path, key in stored.items() if _under(Path(path), site_packages)]
     manifest = {
         "site_packages": list(site_packages),
+        # the folders there were: an installer stopped while unpacking leaves empty ones behind
+        "site_dirs": [str(d) for d in _dirs_under(site_packages)],
         "packages": package_set(dists),
         "dist_info": {n: d.dist_info for n, d in dists.items()},
         "files": entries,
@@ -198,7 +200,8 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
         if exact:
             _remove_added(sites, set(kept) | set(links))
-            _remove_uv_lock(data)
+            _remove_added_dirs(sites, data.get("site_dirs"))
+        _remove_uv_lock(data)  # empty, and made by the install being undone
         for link, target in links.items():
             if not link.is_symlink() or str(link.readlink()) != target:
                 _clear(link)
@@ -223,7 +226,38 @@ def differences(path: str | Path) -> list[str]:
     out = [f"changed or missing: {p}" for p, s in rows if not _unchanged(p, s)]
     known = {p for p, _ in rows} | links
     out += [f"added: {p}" for p in _files_under(sites) if p not in known]
+    dirs = data.get("site_dirs")
+    if isinstance(dirs, list):
+        before = {Path(d) for d in dirs}
+        out += [f"added folder: {d}" for d in _dirs_under(sites) if d not in before]
     return out
+
+
+def _dirs_under(sites: tuple[str, ...]) -> list[Path]:
+    """Every folder under ``sites`` but __pycache__ (Python makes those on import), links to
+    folders excluded (they are kept as links)."""
+    found = []
+    for site in sites:
+        for dirpath, dirnames, _ in os.walk(site, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            found += [Path(dirpath, d) for d in dirnames if not Path(dirpath, d).is_symlink()]
+    return found
+
+
+def _remove_added_dirs(sites: tuple[str, ...], dirs: object) -> None:
+    """Remove the folders under ``sites`` that the snapshot did not see, deepest first, when
+    nothing but their __pycache__ is left in them (the files went already); a folder holding
+    anything else stays. Snapshots before folders were noted remove none."""
+    if not isinstance(dirs, list):
+        return
+    before = {Path(d) for d in dirs}
+    for folder in sorted(_dirs_under(sites), key=lambda p: len(p.parts), reverse=True):
+        if folder not in before:
+            cache = folder / "__pycache__"  # all of it came with the folder (pip compiles)
+            if cache.is_dir() and not cache.is_symlink():
+                shutil.rmtree(cache, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only an empty one
 
 
 def _files_under(sites: tuple[str, ...]) -> list[Path]:

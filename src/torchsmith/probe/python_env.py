@@ -86,11 +86,27 @@ def resolve_python(
             "(no bin/python or Scripts\\python.exe)",
             tip="pass the interpreter itself, or the root of a venv or conda environment",
         )
-    exe = exe.absolute()
+    exe = tidy_path(exe)
     seconds = VERIFY_TIMEOUT_S if timeout is None else timeout
     if not _verify_is_python(str(exe), path, seconds) and hang_is_error:
         raise hanging_python(path, seconds, tip=tip)
     return str(exe)
+
+
+def tidy_path(path: Path) -> Path:
+    """``path`` made absolute with its ``..`` and ``.`` worked out, so that one environment has
+    one spelling (the ledger matches installs by it); links are not followed, since a venv's
+    python is a link to the base interpreter. Where a linked folder before a ``..`` makes the
+    short spelling another folder, the path stays as given, absolute."""
+    given = path.absolute()
+    short = Path(os.path.normpath(given))
+    if short == given:
+        return given
+    try:
+        same = short.parent.samefile(given.parent)
+    except OSError:
+        same = not given.parent.exists()  # nothing there yet (a venv to make): the words decide
+    return short if same else given
 
 
 def hanging_python(

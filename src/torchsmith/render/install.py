@@ -45,7 +45,7 @@ def render_install(result: InstallResult, console: Console) -> None:
         )
     for req in result.requirements:
         console.print(f"  want {req.spec}  [dim]from {req.source or 'default index'}[/dim]")
-    if result.status == "planned":
+    if result.status == "planned" and result.steps:  # a rollback's dry run runs no command
         console.print("[bold]commands[/bold] (nothing was changed):")
         for step in result.steps:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
@@ -65,8 +65,8 @@ def render_install(result: InstallResult, console: Console) -> None:
     for note in result.notes:
         console.print(f"  [dim]{note}[/dim]")
     if result.snapshot:
-        ident = f"#{result.ledger_id}" if result.ledger_id is not None else ""
-        console.print(f"  [dim]ledger {ident}; snapshot {result.snapshot}[/dim]")
+        ledger = f"ledger #{result.ledger_id}; " if result.ledger_id is not None else ""
+        console.print(f"  [dim]{ledger}snapshot {result.snapshot}[/dim]")
     if result.error and result.status == "rolled-back" and result.installer == "torchsmith":
         console.print(f"[red]{result.error}[/red]")
     if result.verify is not None:
