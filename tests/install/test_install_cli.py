@@ -442,3 +442,31 @@ def test_one_environment_is_one_target_however_its_path_is_spelled(
     assert main(["install", "--python", "venv5/bin/python", "--rollback", "--dry-run"]) == 0
     assert main(["install", "--venv", "sd/../venv5", "--rollback"]) == 0
     assert "fakepkg" not in package_set(read_dists((str(site),)))
+
+
+def test_offline_the_tip_names_the_torch_a_local_source_has(
+    capsys: pytest.CaptureFixture[str],
+    small_venv: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit: offline, the plan's torch 2.15.0+cpu cannot come, and the find-links folder holds
+    torch 2.13.0+cpu; nothing said that --torch ==2.13.0 would install it."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name in (
+        "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "torch-2.14.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",  # another Python: not it
+        "torch-2.14.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",  # another variant
+    ):
+        (wheels / name).write_bytes(b"")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+    code = main(
+        ["install", "--venv", str(small_venv), "--gpu", "none", "--torch", "==2.15.0",
+         "--index-url", "http://127.0.0.1:9/simple"]
+    )  # fmt: skip
+    assert code == 4
+    line = capsys.readouterr().err
+    assert f"{wheels} (PIP_FIND_LINKS) has torch 2.13.0+cpu: --torch ==2.13.0 installs it" in line

@@ -196,7 +196,12 @@ def _begin(
     snap: snapshot.Snapshot | None = None
     try:
         on_step("checking the package index")
-        indexes.require_reachable(forced)
+        try:
+            indexes.require_reachable(forced)
+        except indexes.IndexUnreachableError as exc:
+            other = _local_alternative(result)
+            exc.tip = f"{exc.tip}; or offline: {other}" if other else exc.tip
+            raise
         created, top = _create_venv(result, options, on_step)
         sites, snap = _record_environment(result, on_step)
         ledger = ledger or Ledger()
@@ -373,6 +378,9 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
             "source that holds that exact version"
         )
     if not done.ok:
+        other = _local_alternative(result)
+        if other:
+            result.notes.append(other)
         raise InstallFailedError(f"{result.installer} failed: {first_error(done.output)}")
     on_step("checking what landed")
     _, torch = probe_python_and_torch(result.python)
@@ -382,6 +390,24 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
     bad = [f for f in findings if f.severity == "error"]
     if bad:
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
+
+
+def _local_alternative(result: InstallResult) -> str | None:
+    """When the torch planned is in no local source but another version of its variant is (a
+    find-links folder, a file:// index), a line saying which --torch installs that offline."""
+    config = result.sources or indexes.IndexConfig()
+    variant = result.torch.partition("+")[2] or None if result.torch else None
+    tag = None
+    if Path(result.python).exists():
+        info, _ = probe_python_and_torch(result.python)
+        tag = None if info.error else "cp" + "".join(info.version.split(".")[:2])
+    versions = indexes.local_versions(config, "torch", variant, tag)
+    if not versions or result.torch in versions:
+        return None
+    version, source = next(iter(versions.items()))
+    where = config.origin.get(source, "config")
+    plain = version.partition("+")[0]
+    return f"{source} ({where}) has torch {version}: --torch =={plain} installs it from there"
 
 
 def _take_back(exc: BaseException, created: Path | None, top: Path | None) -> None:

@@ -145,6 +145,44 @@ def local_wheel(config: IndexConfig, name: str, version: str) -> str | None:
     return None
 
 
+def local_versions(
+    config: IndexConfig, name: str, tag: str | None, python_tag: str | None = None
+) -> dict[str, str]:
+    """Version -> the configured local source holding a wheel of ``name`` whose local version
+    tag is ``tag`` ("cpu", "cu130"; None: untagged) and, when given, whose Python tag takes
+    ``python_tag`` ("cp311"; "py3" wheels do too), newest first: what an offline install could
+    take instead of a version the sources lack."""
+    found: dict[str, str] = {}
+    stem = name.replace("-", "_")
+    pattern = re.compile(
+        rf"^{re.escape(stem)}-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-[^-]+-[^-]+\.whl$"
+    )
+    for source in (
+        config.find_links
+        + config.extra_index_urls
+        + ((config.index_url,) if config.index_url else ())
+    ):
+        path = _local_path(source)
+        if path is None:
+            continue
+        candidates = [path, path / name] if source in config.find_links else [path / name]
+        for folder in candidates:
+            for entry in _listing(folder):
+                hit = pattern.match(entry)
+                if hit is None:
+                    continue
+                version = hit["version"]
+                pys = hit["py"].split(".")
+                fits = python_tag is None or python_tag in pys or "py3" in pys
+                if fits and (version.partition("+")[2] or None) == tag:
+                    found.setdefault(version, source)
+    return dict(sorted(found.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version.partition("+")[0])[:4])
+
+
 def _listing(folder: Path) -> list[str]:
     if folder.is_dir():
         try:
