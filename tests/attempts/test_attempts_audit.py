@@ -296,3 +296,57 @@ def test_show_and_diff_give_an_installs_options(
     assert main(["attempts", "diff", str(first), str(second), "--json"]) == 0
     changes = {c["key"] for c in json.loads(capsys.readouterr().out)["data"]["changes"]}
     assert changes == {"option.companions", "option.installer"}
+
+
+LIST_COLUMNS = ("id", "kind", "started", "status", "took", "tree", "why")
+
+
+@pytest.mark.parametrize("width", [20, 40, 60, 80, 120])
+def test_list_keeps_the_id_and_whole_headers_at_any_width(
+    ledger: Ledger,
+    tree: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    # audit: at 40 columns the list showed kind, started and status ("inst…", "succee…") but no
+    # id, which show, diff and --rollback need; at 60 the headers broke ("tre"/"e", "wh"/"y")
+    python = "/envs/a/bin/python"
+    result = {"python": python, "before": {}, "after": {"torch": "2.6.0"}, "error": None}
+    done = install(ledger, python, {"options": {}}, result)
+    undo = install(ledger, python, {"rollback_of": done}, result)
+    made = build(ledger, tree, dirty=True, status="failed", diagnoses=(SYNTAX,))
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["attempts", "list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "…" not in out
+    assert max(len(line) for line in lines) <= width
+    header = lines[0].split()
+    assert header[0] == "id"
+    assert set(header) <= set(LIST_COLUMNS)  # every header whole, on its line
+    ids = [int(line.split()[0]) for line in lines[1:] if line[:5].strip().isdigit()]
+    assert ids == [made, undo, done]
+    hidden = [name for name in LIST_COLUMNS if name not in header]
+    if hidden:
+        assert f"not shown at this width: {', '.join(hidden)}" in " ".join(
+            line.strip() for line in lines
+        )
+    if width >= 60:
+        assert {"kind", "started", "status"} <= set(header)
+
+
+def test_diff_of_an_attempt_with_itself_is_one_sentence(
+    ledger: Ledger, tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # audit: "no difference" was followed by an empty table header and both outcomes
+    made = build(ledger, tree, dirty=False, status="succeeded", archs=("sm_80",))
+    assert main(["attempts", "diff", str(made), str(made)]) == 0
+    out = capsys.readouterr().out
+    assert out == f"attempt {made} compared with itself: no difference (succeeded)\n"
+    again = build(ledger, tree, dirty=False, status="succeeded", archs=("sm_80",))
+    assert main(["attempts", "diff", str(made), str(again)]) == 0
+    out = capsys.readouterr().out
+    assert "setting" not in out
+    assert len(out.splitlines()) == 1
+    assert out.startswith("no difference in configuration, inputs, tools or outcome")

@@ -487,3 +487,174 @@ def test_a_cmake_entry_this_machines_cmake_refuses(cmake: str | None, refused: b
     if refused:
         assert "first CMakes that take them: 3.31.8 and 4.0.2" in said[0].message
         assert 'pip install "cmake>=4.0.2"' in said[0].fix
+
+
+# -- the corrected command carries every setting it can express (audit #9) -----------------------
+def _corrected(data: dict) -> dict:  # type: ignore[type-arg]
+    (section,) = data["data"]["sections"]
+    return section["corrected"]  # type: ignore[no-any-return]
+
+
+def test_the_corrected_command_keeps_the_arch_list_and_applies_its_jobs_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # audit: "corrected: torchsmith build ." lost the arch list and MAX_JOBS=64 was only "left
+    # out": on a GPU-less machine that command stops at preflight (no-gpu-visible)
+    script = tmp_path / "a52.sh"
+    script.write_text(
+        'export TORCH_CUDA_ARCH_LIST="8.0;9.0"\nexport MAX_JOBS=64\npython setup.py install\n'
+    )
+    _, data = _review(capsys, str(script), "--os", "linux", "--ram", "24")
+    (section,) = data["data"]["sections"]
+    (fix,) = [i["finding"]["fix"] for i in section["findings"] if i["key"] == "MAX_JOBS"]
+    jobs = fix.removeprefix("set MAX_JOBS=")
+    corrected = section["corrected"]
+    assert corrected["build_args"] == [".", "--cc", "8.0", "--cc", "9.0", "--jobs", jobs]
+    (dropped,) = [d for d in corrected["dropped"] if d.startswith("MAX_JOBS=64")]
+    assert f"--jobs {jobs} instead" in dropped
+    assert any(d.startswith("setup_command=install") for d in corrected["dropped"])
+
+    text = capsys.readouterr().out
+    main(["review", str(script), "--os", "linux", "--ram", "24"])
+    text = capsys.readouterr().out
+    assert f"corrected: torchsmith build . --cc 8.0 --cc 9.0 --jobs {jobs}" in text
+    assert "MAX_JOBS=64 (line 2)" in text
+
+
+def test_the_corrected_command_passes_build_preflight_on_any_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "a52.sh"
+    script.write_text('export TORCH_CUDA_ARCH_LIST="8.0;9.0"\npython setup.py install\n')
+    _, data = _review(capsys, str(script), "--os", "linux", "--ram", "24")
+    args = _corrected(data)["build_args"]
+    tree = tmp_path / "pytorch"
+    shutil.copytree(Path(__file__).parents[1] / "build" / "projects" / "pytorch_skeleton", tree)
+    assert main(["build", str(tree), *args[1:], "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["data"]
+    assert plan["config"]["arch_list"] == ["8.0", "9.0"]
+    assert not [f for f in plan["findings"] if f["category"] == "no-gpu-visible"]
+
+
+def test_a_script_build_emitted_turns_back_into_its_build_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # audit: review of `build --emit bash --cc 8.0`'s own script said "no problems found" and
+    # proposed `torchsmith build . --jobs 2`, without the --cc 8.0 it was written for
+    _, data = _review(capsys, str(FIXTURES / "emitted-scatter-cc8.0.sh"), "--os", "linux")
+    corrected = _corrected(data)
+    python = "/work/audit52/sd/../venv1/bin/python"
+    assert corrected["build_args"] == [
+        *(".", "--cc", "8.0", "--python", python, "--jobs", "2", "--cache", "sccache"),
+    ]
+    dropped = corrected["dropped"]
+    assert any(
+        d.startswith("CUDA_HOME=/usr/local/cuda-13.0 (line 20): torchsmith build picks")
+        for d in dropped
+    )
+    assert any(d.startswith("CUDAHOSTCXX=/usr/bin/g++ (line 21)") for d in dropped)
+    assert not any(d.startswith(("LOG=", "listed=")) for d in dropped)  # the script's own
+
+
+def _corrected_for(text: str, *gpus: GpuTarget) -> object:
+    facts = MachineFacts(os="linux", arch="x86_64", gpus=gpus)
+    result = review_text(
+        text,
+        filename="build.sh",
+        target=Target(facts),
+        kb=load_knowledge(),
+        switches=from_knowledge(),
+        plan=None,
+    )
+    return result.sections[0].corrected
+
+
+H100 = GpuTarget(name="NVIDIA H100", vendor="nvidia", compute_capability="9.0")
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "dropped"),
+    [
+        # a sound list is kept whole, not narrowed to the target's GPUs
+        ('export TORCH_CUDA_ARCH_LIST="8.0;9.0"\n', ("--cc", "8.0", "--cc", "9.0"), ()),
+        # +PTX on the newest is build's portable profile; elsewhere it has no flag
+        (
+            'export TORCH_CUDA_ARCH_LIST="8.0;9.0+PTX"\n',
+            ("--cc", "8.0", "--cc", "9.0", "--profile", "portable"),
+            (),
+        ),
+        (
+            'export TORCH_CUDA_ARCH_LIST="8.0+PTX;9.0"\n',
+            ("--cc", "8.0", "--cc", "9.0"),
+            ("8.0+PTX: torchsmith build puts PTX on the newest",),
+        ),
+        # named architectures, and CMake's spelling
+        (
+            "export TORCH_CUDA_ARCH_LIST='Ampere;Hopper'\n",
+            ("--cc", "8.0", "--cc", "8.6", "--cc", "9.0", "--profile", "portable"),
+            ("8.6+PTX: torchsmith build puts PTX on the newest",),
+        ),
+        (
+            'cmake -S . -B b "-DCMAKE_CUDA_ARCHITECTURES=80-real;90-real"\n',
+            ("--cc", "8.0", "--cc", "9.0"),
+            ("build_dir=b",),
+        ),
+        # the review's own fixes: 8.6a cannot exist (write 8.6), the flag it names goes
+        (
+            'export TORCH_CUDA_ARCH_LIST="8.6a;9.0"\n',
+            ("--cc", "8.6", "--cc", "9.0"),
+            ("8.6a of TORCH_CUDA_ARCH_LIST (line 1):",),
+        ),
+        (
+            'export CMAKE_CUDA_FLAGS="-allow-unsupported-compiler -lineinfo"\n',
+            ("--cc", "9.0", "--set", "CMAKE_CUDA_FLAGS=-lineinfo"),
+            ("-allow-unsupported-compiler of CMAKE_CUDA_FLAGS (line 1): -allow-unsupported",),
+        ),
+        # switches and CMake variables go as --set; the debug build is a profile
+        (
+            "export USE_KINETO=0 DEBUG=1 CMAKE_PREFIX_PATH=/opt/x\n",
+            (
+                "--cc",
+                "9.0",
+                "--profile",
+                "debug",
+                "--set",
+                "USE_KINETO=0",
+                "--set",
+                "CMAKE_PREFIX_PATH=/opt/x",
+            ),
+            (),
+        ),
+        # what build has no flag for is named, with why
+        (
+            "export TORCH_CUDA_ARCH_LIST=all CMAKE_BUILD_TYPE=RelWithDebInfo\n",
+            ("--cc", "9.0"),
+            (
+                "TORCH_CUDA_ARCH_LIST=all (line 1): torchsmith build builds for named GPUs",
+                "CMAKE_BUILD_TYPE=RelWithDebInfo (line 1): torchsmith build's profiles",
+            ),
+        ),
+        (
+            "export CMAKE_CXX_COMPILER_LAUNCHER=distcc\n",
+            ("--cc", "9.0"),
+            ("CMAKE_CXX_COMPILER_LAUNCHER=distcc (line 1): torchsmith build's --cache takes",),
+        ),
+    ],
+)
+def test_corrected_settings(text: str, args: tuple[str, ...], dropped: tuple[str, ...]) -> None:
+    corrected = _corrected_for(text + "python setup.py develop\n", H100)
+    assert corrected.build_args[1:] == args  # type: ignore[attr-defined]
+    left_out = [d for d in corrected.dropped if not d.startswith("setup_command=")]  # type: ignore[attr-defined]
+    assert len(left_out) == len(dropped), left_out
+    for said, expected in zip(left_out, dropped, strict=True):
+        assert said.startswith(expected), said
+
+
+def test_a_corrected_command_without_a_gpu_to_build_for_says_what_it_still_needs() -> None:
+    corrected = _corrected_for("export MAX_JOBS=4\npython setup.py develop\n")
+    assert corrected.build_args == (".", "--jobs", "4")  # type: ignore[attr-defined]
+    (need,) = corrected.needs  # type: ignore[attr-defined]
+    assert "--cc X.Y" in need
+    assert "no-gpu-visible" in need
+    cpu = _corrected_for("export USE_CUDA=0\npython setup.py develop\n")
+    assert cpu.needs == ()  # type: ignore[attr-defined]

@@ -109,17 +109,15 @@ def _emit_corrected(
     from torchsmith.build.prepare import prepare  # noqa: PLC0415
     from torchsmith.build.scripts import write_script  # noqa: PLC0415
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415
+    from torchsmith.review.correct import Corrected  # noqa: PLC0415
 
     if result.machine.origin == "what-if":
         raise UsageError(
             "--emit needs the target machine itself: run it there, or pass --probe FILE "
             "(torchsmith doctor --json) instead of what-if flags"
         )
-    corrected = result.sections[-1].corrected
-    args = list(corrected.build_args[1:]) if corrected else []
-    ccs = tuple(args[i + 1] for i, a in enumerate(args) if a == "--cc")
-    sets = tuple(tuple(args[i + 1].split("=", 1)) for i, a in enumerate(args) if a == "--set")
-    jobs = next((int(args[i + 1]) for i, a in enumerate(args) if a == "--jobs"), None)
+    corrected = result.sections[-1].corrected or Corrected(build_args=(str(tree),))
+    python = corrected.python
     if probe_file is not None:
         from torchsmith.probe.io import load_probe  # noqa: PLC0415
 
@@ -127,10 +125,19 @@ def _emit_corrected(
         check_script_shell(shell, probe.host.os)
     else:
         from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
+        from torchsmith.probe.python_env import resolve_python  # noqa: PLC0415
 
-        probe = collect_probe(None, disk_path=tree)
+        python = resolve_python(python, hang_is_error=True) if python else None
+        probe = collect_probe(python, disk_path=tree)
         check_script_shell(shell, probe.host.os)
-    options = BuildOptions(targets=ccs, sets=sets, jobs=jobs)  # type: ignore[arg-type]
+    options = BuildOptions(
+        targets=corrected.ccs,
+        profile=corrected.profile,  # type: ignore[arg-type]
+        sets=corrected.sets,
+        jobs=corrected.jobs,
+        cache=corrected.cache or "auto",  # type: ignore[arg-type]
+        python=python,
+    )
     config = prepare(tree.resolve(), probe, load_knowledge(), options).config
     text = write_script(config, shell, output)  # type: ignore[arg-type]
     if output is None:

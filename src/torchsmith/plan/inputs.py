@@ -7,7 +7,7 @@ machine never depends on (or waits for) this one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from torchsmith.errors import UsageError
@@ -19,6 +19,7 @@ from torchsmith.plan.machine import (
     facts_from_probe,
     means_no_gpu,
     python_tag,
+    torch_version,
 )
 from torchsmith.plan.model import MachineFacts, Plan, PlanOptions
 from torchsmith.plan.planner import make_plan, parse_spec
@@ -101,18 +102,25 @@ def _base_facts(request: PlanRequest, python_path: str | None, kb: Knowledge) ->
     from torchsmith.probe.collect import collect_probe  # noqa: PLC0415
     from torchsmith.probe.python_env import python_error, resolve_python  # noqa: PLC0415
 
-    probe = collect_probe(resolve_python(python_path, hang_is_error=True))
+    target = resolve_python(python_path, hang_is_error=True)
+    probe = collect_probe(target)
     if python_path is not None and probe.python and probe.python.error:  # "Python ?" helps none
         raise python_error(python_path, probe.python)
-    return facts_from_probe(probe, kb, "live")
+    facts = facts_from_probe(probe, kb, "live")
+    return facts if python_path is None else replace(facts, python_path=target)
 
 
 def _with_python_path(facts: MachineFacts, python_path: str | None) -> MachineFacts:
+    """Facts of another machine (a probe file) or of flags, for an interpreter named here: its
+    version, its torch, and its path for the commands."""
     if python_path is None:
         return facts
-    from dataclasses import replace  # noqa: PLC0415
-
     from torchsmith.probe.python_env import probe_target  # noqa: PLC0415
 
-    _, info, _ = probe_target(python_path)
-    return replace(facts, python=python_tag(info.version, info.free_threaded))
+    exe, info, torch = probe_target(python_path)
+    return replace(
+        facts,
+        python=python_tag(info.version, info.free_threaded),
+        python_path=exe,
+        torch_installed=torch_version(torch),
+    )

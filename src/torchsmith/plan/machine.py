@@ -14,7 +14,7 @@ from torchsmith.errors import UsageError
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.base import norm_arch
 from torchsmith.plan.model import GpuTarget, MachineFacts, Origin
-from torchsmith.probe.model import Probe
+from torchsmith.probe.model import Probe, TorchInfo
 
 # Apple silicon's GPU as people name it: "Apple M2", "Apple M1 Pro GPU", "M3 Max". A bare "M4" or
 # "M60" is not taken for one: NVIDIA's Tesla M4, M6, M10, M40 and M60 have such names.
@@ -76,7 +76,13 @@ def facts_from_probe(probe: Probe, kb: Knowledge, origin: Origin) -> MachineFact
         cmake=cmake.version if cmake else None,
         origin=origin,
         notes=tuple(notes),
+        torch_installed=torch_version(probe.torch),
     )
+
+
+def torch_version(torch: TorchInfo | None) -> str | None:
+    """The version of a probed torch install ("2.13.0+cpu"); None when there is none."""
+    return torch.version if torch is not None and torch.version else None
 
 
 def blank_facts(os_name: str) -> MachineFacts:
@@ -123,6 +129,9 @@ def apply_what_if(facts: MachineFacts, what: WhatIf, kb: Knowledge) -> MachineFa
         changes["driver"] = validate_driver(what.driver)
     if what.python is not None:
         changes["python"] = validate_python(what.python)
+        if changes["python"] != facts.python:  # another Python than the one probed: not its torch
+            changes["torch_installed"] = None
+            changes["python_path"] = None
     if what.cuda_toolkits:
         changes["cuda_toolkits"] = tuple(validate_toolkit(t) for t in what.cuda_toolkits)
     if not changes:

@@ -56,6 +56,10 @@ class MachineFacts:
     cmake: str | None = None  # the cmake first on PATH: "3.25.1"; None when unknown
     origin: Origin = "live"
     notes: tuple[str, ...] = ()  # what could not be probed, and similar
+    # the interpreter --python named (absolute): the plan's commands install into it, not into
+    # whichever Python is active where they are pasted
+    python_path: str | None = None
+    torch_installed: str | None = None  # the torch the planned-for Python has now: "2.13.0+cpu"
 
 
 @dataclass(frozen=True)

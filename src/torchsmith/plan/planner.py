@@ -836,7 +836,14 @@ def _wheel_choice(
         torch=release.version,
         variant=variant,
         index_url=index,
-        commands=wheel_commands(release.version, index, companions, options.installer),
+        commands=wheel_commands(
+            release.version,
+            index,
+            companions,
+            options.installer,
+            python=machine.python_path,
+            os_name=machine.os,
+        ),
         reasons=tuple(reasons),
         min_driver=floor,
         companions=companions,
@@ -1225,7 +1232,7 @@ def _source_recommendation(
         torch=build.torch,
         variant=None,
         index_url=None,
-        commands=source_commands(build, machine.os),
+        commands=source_commands(build, machine.os, machine.python_path),
         reasons=tuple(reasons),
     )
 

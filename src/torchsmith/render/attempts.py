@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -407,32 +408,77 @@ def _status(status: str) -> str:
     return f"[{style}]{status}[/{style}]"
 
 
+# The list's columns, in the order shown; a narrow terminal keeps them in _KEPT_FIRST's order
+# (the id, the key that show, diff and --rollback take, always) and says which it left out.
+_LIST_COLUMNS = ("id", "kind", "started", "status", "took", "tree", "why")
+_KEPT_FIRST = ("id", "status", "kind", "started", "took", "why", "tree")
+_FOLDED = frozenset({"tree", "why"})  # paths and reasons fold inside a word, never cut with "…"
+_FOLDED_MIN = 8  # narrower, a path column is a few letters a line and its header breaks
+_PADDING = 2  # a column's padding: one space each side
+
+
+def _list_row(a: Attempt, *, short_time: bool) -> dict[str, str]:
+    return {
+        "id": str(a.id),
+        "kind": kind_label(a, short=True),
+        # the short form drops the year and seconds (attempts show has the full time)
+        "started": a.started_at[5:16].replace("T", " ") if short_time else a.started_at[:19],
+        "status": a.status,
+        "took": f"{a.duration_s:.1f}s" if a.duration_s is not None else "",
+        "tree": a.tree or "",
+        "why": diagnosis_line(a),
+    }
+
+
+def _needs(name: str, rows: list[dict[str, str]]) -> int:
+    """The width a column needs, its padding left out: a fixed one its widest cell (or header),
+    a folded one at most its minimum (its header unbroken)."""
+    widest = max([cell_len(name), *(cell_len(row[name]) for row in rows)])
+    return min(widest, max(_FOLDED_MIN, cell_len(name))) if name in _FOLDED else widest
+
+
+def list_columns(attempts: list[Attempt], width: int) -> tuple[dict[str, int], bool]:
+    """The columns that fit ``width`` (name -> the width it needs, in display order), and whether
+    started is in its short form. Every column at full length if they fit, then with the short
+    start time, then as many of the most useful ones as fit: the id first and always."""
+    rows: list[dict[str, str]] = []
+    for short_time in (False, True):
+        rows = [_list_row(a, short_time=short_time) for a in attempts]
+        needs = {name: _needs(name, rows) for name in _LIST_COLUMNS}
+        if sum(needs.values()) + _PADDING * len(needs) <= width:
+            return needs, short_time
+    kept: list[str] = ["id"]
+    used = needs["id"] + _PADDING
+    for name in _KEPT_FIRST[1:]:
+        used += needs[name] + _PADDING
+        if used > width:
+            break
+        kept.append(name)
+    return {name: needs[name] for name in _LIST_COLUMNS if name in kept}, True
+
+
 def render_list(attempts: Any, console: Console) -> None:
     if not attempts:
         console.print("no attempts recorded yet")
         return
+    columns, short_time = list_columns(list(attempts), console.width)
     table = Table(box=None, header_style="bold")
-    table.add_column("id", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("started", no_wrap=True, min_width=19)
-    table.add_column("status", no_wrap=True)
-    table.add_column("took", no_wrap=True)
-    # paths and reasons wrap (fold inside a long path), never cut with an ellipsis
-    table.add_column("tree", overflow="fold")
-    table.add_column("why", overflow="fold")
+    for name, need in columns.items():
+        if name in _FOLDED:
+            table.add_column(name, overflow="fold", min_width=need)
+        else:
+            table.add_column(name, no_wrap=True, min_width=need)
     for a in attempts:
         assert isinstance(a, Attempt)
-        took = f"{a.duration_s:.1f}s" if a.duration_s is not None else ""
-        table.add_row(
-            str(a.id),
-            escape(kind_label(a, short=True)),
-            a.started_at[:19],
-            _status(a.status),
-            took,
-            escape(a.tree or ""),
-            escape(diagnosis_line(a)),
-        )
+        row = _list_row(a, short_time=short_time)
+        cells = {name: escape(value) for name, value in row.items()}
+        cells["status"] = _status(a.status)
+        table.add_row(*(cells[name] for name in columns))
     console.print(table)
+    left_out = [name for name in _LIST_COLUMNS if name not in columns]
+    if left_out:
+        hidden = ", ".join(left_out)
+        console.print(f"[dim]not shown at this width: {hidden} (attempts show ID)[/dim]")
 
 
 def _facts(attempt: Attempt) -> list[tuple[str, str]]:
@@ -545,6 +591,15 @@ def render_diff(d: Any, console: Console) -> None:
             f"attempt {d.a}: {_status(d.a_status)} {escape(d.a_diagnosis)}\n"
             f"attempt {d.b}: {_status(d.b_status)} {escape(d.b_diagnosis)}"
         )
+        return
+    if not d.changes and not d.outcome:  # one sentence: an empty table says nothing more
+        ended = escape(d.a_status + (f": {d.a_diagnosis}" if d.a_diagnosis else ""))
+        if d.a == d.b:
+            console.print(f"attempt {d.a} compared with itself: no difference ({ended})")
+        else:
+            console.print(
+                f"no difference in configuration, inputs, tools or outcome (both {ended})"
+            )
         return
     table = Table(box=None, header_style="bold")
     table.add_column("setting", overflow="fold")

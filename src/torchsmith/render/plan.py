@@ -15,6 +15,9 @@ MAX_REJECTED_ROWS = 12
 
 def render_plan(plan: Plan, console: Console) -> None:
     console.print(f"[dim]{escape(_machine(plan.machine))}[/dim]")
+    target = _target(plan)
+    if target:
+        console.print(escape(target), soft_wrap=True)
     _recommendation(plan.recommendation, plan.machine.os, console)
     if plan.source_build is not None:
         b = plan.source_build
@@ -47,6 +50,23 @@ def _machine(m: MachineFacts) -> str:
     nvidia = any(g.vendor == "nvidia" for g in m.gpus)
     driver = f", driver {m.driver}" if m.driver else (", driver ?" if nvidia else "")
     return f"{m.origin}: {m.os}-{m.arch}, {gpus}{driver}, {py}"
+
+
+def _target(plan: Plan) -> str | None:
+    """The interpreter the commands install into, and the torch it has now: whether the plan
+    replaces it or it is already the one recommended."""
+    m, rec = plan.machine, plan.recommendation
+    where = f"target {m.python_path}" if m.python_path else None
+    if m.torch_installed is None:
+        return f"{where}: no torch installed" if where else None
+    where = where or ("the active Python" if m.origin == "live" else "the probed Python")
+    now = f"{where} has torch {m.torch_installed} now"
+    if rec.kind not in ("wheel", "cpu") or rec.torch is None:
+        return now
+    same = m.torch_installed.split("+")[0] == rec.torch and (
+        "+" not in m.torch_installed or m.torch_installed.endswith(f"+{rec.variant}")
+    )
+    return f"{now}: already the one recommended" if same else f"{now}: the commands replace it"
 
 
 def _gpu(name: str, what: str | None) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from torchsmith.review import ReviewResult
+from torchsmith.review.correct import Corrected
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -51,13 +55,25 @@ def render_review(result: ReviewResult, console: Console) -> None:
                 )
             console.print(table)
         if section.corrected is not None:
-            console.print(
-                Text.assemble(
-                    ("corrected: ", "bold"),
-                    "torchsmith build " + " ".join(section.corrected.build_args),
-                )
-            )
-            if section.corrected.dropped:
-                console.print("  left out: " + ", ".join(section.corrected.dropped))
+            _corrected(section.corrected, result.machine.os, console)
     for line in result.never_tried:
         console.print(Text("never tried: " + line, style="yellow"))
+
+
+def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
+    """The command quoted for the target's shell, then what it still needs and each setting it
+    leaves out, with why."""
+    argv = ["torchsmith", "build", *corrected.build_args]
+    line = subprocess.list2cmdline(argv) if os_name == "windows" else shlex.join(argv)
+    console.print(Text.assemble(("corrected: ", "bold"), line), soft_wrap=True)
+    sections = (("still needs:", "yellow", corrected.needs), ("left out:", "", corrected.dropped))
+    for title, style, items in sections:
+        if not items:
+            continue
+        console.print(Text("  " + title, style=style))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=3, justify="right")
+        grid.add_column(overflow="fold")
+        for item in items:
+            grid.add_row("-", Text(item))
+        console.print(grid)

@@ -13,30 +13,18 @@ from dataclasses import dataclass, field
 
 from torchsmith.errors import InputError
 from torchsmith.knowledge import Knowledge
-from torchsmith.knowledge.compat import arch_list_tokens, covers, split_entry
 from torchsmith.plan.model import MachineFacts, Plan
 from torchsmith.review.checks import (
     ARCH_KEYS,
     CMAKE_ARCH_KEYS,
-    JOB_KEYS,
     LineFinding,
     Target,
     run_checks,
 )
+from torchsmith.review.correct import Corrected, correct
 from torchsmith.review.extract import ExtractedConfig, Setting, extract
 from torchsmith.review.parse import parse_script
 from torchsmith.review.switches import BuildSwitches
-
-# Settings a corrected configuration carries over as `--set KEY=VALUE` when the check passed.
-_CARRIED_PREFIXES = ("USE_", "BUILD_")
-
-
-@dataclass(frozen=True)
-class Corrected:
-    """The configuration torchsmith would use instead, as `torchsmith build` arguments."""
-
-    build_args: tuple[str, ...]
-    dropped: tuple[str, ...] = ()  # settings left out, each with why
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,7 @@ def review_text(
                 settings=dict(config.effective()),
                 findings=findings,
                 changed_from_previous=_changes(previous, config) if previous else (),
-                corrected=_corrected(config, findings, target, tree),
+                corrected=correct(config, findings, target, kb, tree),
             )
         )
         previous = config
@@ -146,51 +134,6 @@ def _changes(before: ExtractedConfig, after: ExtractedConfig) -> tuple[str, ...]
         elif a is not None and b is not None and a.value != b.value:
             out.append(f"~ {key}: {a.value} -> {b.value}")
     return tuple(out)
-
-
-def _corrected(
-    config: ExtractedConfig, findings: tuple[LineFinding, ...], target: Target, tree: str | None
-) -> Corrected:
-    args: list[str] = [tree or "."]
-    flagged = {f.key for f in findings if f.finding.severity in ("error", "warning")}
-    arch = config.get(*ARCH_KEYS)
-    # a sound list's arch- or family-specific entries for these GPUs (9.0a for an H100) are kept
-    written = (
-        [e.removesuffix("+PTX") for e in arch_list_tokens(arch.value.strip().strip("\"'"))]
-        if arch is not None and arch.key not in flagged
-        else []
-    )
-    for cc in sorted({g.compute_capability for g in target.facts.gpus if g.compute_capability}):
-        mine = [e for e in dict.fromkeys(written) if split_entry(e)[1] and _covers(e, cc)]
-        for entry in mine or [cc]:
-            args += ["--cc", entry]
-    dropped: list[str] = []
-    for key, setting in config.effective().items():
-        if not key.startswith(_CARRIED_PREFIXES) or key in ("BUILD_DIR",):
-            continue
-        if key in flagged:
-            dropped.append(f"{key}={setting.value}")
-            continue
-        value = setting.value.strip().strip("\"'")
-        args += ["--set", f"{key}={value}"]
-    for key in (*ARCH_KEYS, *CMAKE_ARCH_KEYS, "CUDA_TOOLKIT_ROOT_DIR", "CMAKE_CUDA_FLAGS"):
-        named = config.get(key)
-        if named is not None and key in flagged:
-            dropped.append(f"{key}={named.value}")
-    jobs = config.get(*JOB_KEYS)
-    job_finding = next((f for f in findings if f.key == (jobs.key if jobs else None)), None)
-    if jobs is not None and job_finding is not None:
-        dropped.append(f"{jobs.key}={jobs.value}")
-    elif jobs is not None and jobs.value.strip("\"'").isdigit():
-        args += ["--jobs", jobs.value.strip("\"'")]
-    return Corrected(build_args=tuple(args), dropped=tuple(dropped))
-
-
-def _covers(entry: str, cc: str) -> bool:
-    try:
-        return covers(entry, cc)
-    except ValueError:  # not an X.Ya entry (a name, a typo): it covers nothing
-        return False
 
 
 def _never_tried(configs: list[ExtractedConfig], target: Target) -> tuple[str, ...]:

@@ -520,19 +520,27 @@ def _is_on(value: str) -> bool:
     return value.strip().strip("\"'").upper() in ("1", "ON", "TRUE", "YES", "Y")
 
 
+def jobs_that_fit(target: Target) -> int | None:
+    """The CUDA compile jobs the target's RAM holds, by the budget `torchsmith build` uses
+    (knowledge/data/build.toml); None where the RAM is not known."""
+    if target.ram_bytes is None:
+        return None
+    return load_build_facts().jobs_that_fit(target.ram_bytes / 1024**3, cuda=True)
+
+
 def check_jobs(
     config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
 ) -> Iterator[LineFinding]:
     setting = config.get(*JOB_KEYS)
-    if setting is None or target.ram_bytes is None:
+    fits = jobs_that_fit(target)
+    if setting is None or target.ram_bytes is None or fits is None:
         return
     try:
         jobs = int(setting.value.strip().strip("\"'"))
     except ValueError:
         return
-    facts = load_build_facts()  # the budget `torchsmith build` uses (knowledge/data/build.toml)
+    facts = load_build_facts()
     ram_gb = target.ram_bytes / 1024**3  # GB as build counts them
-    fits = facts.jobs_that_fit(ram_gb, cuda=True)
     if jobs <= fits:
         return
     need = jobs * facts.job_gb(cuda=True) + facts.reserve_gb

@@ -107,13 +107,28 @@ def _classify(command: Command) -> tuple[Tool, list[Setting]]:
         jobs = _jobs_from(argv[1:])
         tool: Tool = "ninja" if head == "ninja" else "make"
         return tool, [Setting("jobs", jobs, command.line, "build-arg")] if jobs else []
-    if any(a.endswith("setup.py") for a in argv):
-        return "setup.py", _setup_settings(argv, command.line)
+    if any(a.endswith(("setup.py", _DRIVER)) for a in argv):
+        return "setup.py", _python(argv, command.line) + _setup_settings(argv, command.line)
     if head.startswith("pip") or (len(argv) > 2 and argv[1:3] == ["-m", "pip"]):
-        return "pip", []
+        return "pip", _python(argv, command.line)
     if head.startswith(("python", "py")) and "setup.py" in " ".join(argv):
-        return "setup.py", []
+        return "setup.py", _python(argv, command.line)
     return "other", []
+
+
+# torchsmith build's own driver of a parallel extension build (what `build --emit` writes): it
+# runs the project's setup.py
+_DRIVER = "cpp_ext_parallel.py"
+
+
+def _python(argv: list[str], line: int) -> list[Setting]:
+    """The interpreter a setup.py or ``python -m pip`` line runs, where the script names one by
+    its path (/venv/bin/python): the environment the build installs into. A bare ``python`` is
+    whichever one is first on PATH, as for `torchsmith build` itself."""
+    head = _basename(argv[0])
+    if re.search(r"[\\/]", argv[0]) and head.startswith("python"):
+        return [Setting("python", argv[0], line, "build-arg")]
+    return []
 
 
 def _cmake_settings(argv: list[str], line: int) -> list[Setting]:
