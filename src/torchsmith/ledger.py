@@ -40,8 +40,10 @@ from torchsmith.errors import InputError, UsageError
 from torchsmith.util.serialize import SURROGATE, json_text, to_jsonable
 
 Kind = Literal["build", "install", "clean"]
-Status = Literal["running", "succeeded", "failed", "interrupted", "died"]
-FINAL_STATUSES: tuple[str, ...] = ("succeeded", "failed", "interrupted")
+# blocked: stopped by a check before anything ran (a build's preflight); nothing was changed
+Status = Literal["running", "succeeded", "failed", "interrupted", "blocked", "died"]
+FinalStatus = Literal["succeeded", "failed", "interrupted", "blocked"]
+FINAL_STATUSES: tuple[str, ...] = ("succeeded", "failed", "interrupted", "blocked")
 
 ENV_VAR = "TORCHSMITH_LEDGER"
 _BUSY_TIMEOUT_MS = 15_000
@@ -327,7 +329,7 @@ class Ledger:
         self,
         attempt_id: int,
         *,
-        status: Literal["succeeded", "failed", "interrupted"],
+        status: FinalStatus,
         exit_code: int | None = None,
         duration_s: float | None = None,
         peak_rss_bytes: int | None = None,

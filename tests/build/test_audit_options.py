@@ -202,11 +202,13 @@ def test_dry_run_without_clean_has_no_clean_plan(
 
 
 def _stale_cmake_tree(tmp_path: Path, *, proven: bool) -> Path:
-    """A CMake tree configured for sm_80; `proven`: its cache names the source folder, which
-    proves build/ a CMake build directory that `torchsmith clean` removes."""
+    """A CMake tree configured with Make for sm_80: CMake refuses the Ninja generator the build
+    asks for in it (a stale cache; the arch alone the configure's -D would replace); `proven`:
+    its cache names the source folder, which proves build/ a CMake build directory that
+    `torchsmith clean` removes."""
     tree = copy_project("cuda_cmake", tmp_path)
     (tree / "build").mkdir()
-    lines = ["CMAKE_CUDA_ARCHITECTURES:STRING=80", "CMAKE_GENERATOR:INTERNAL=Ninja"]
+    lines = ["CMAKE_CUDA_ARCHITECTURES:STRING=80", "CMAKE_GENERATOR:INTERNAL=Unix Makefiles"]
     if proven:
         lines.append(f"CMAKE_HOME_DIRECTORY:INTERNAL={tree}")
     (tree / "build" / "CMakeCache.txt").write_text("\n".join(lines) + "\n")

@@ -78,28 +78,67 @@ def test_build_for_two_archs_holds_exactly_their_sass(
     assert attempt.kind == "build"
 
 
+def _configure_with_make(tree: Path) -> None:
+    """Configure ``tree`` into build/ by hand with CMake's Makefile generator, as a user might
+    have before: a build directory CMake refuses the Ninja generator in."""
+    done = subprocess.run(
+        ["cmake", "-S", str(tree), "-B", str(tree / "build"), "-G", "Unix Makefiles",
+         f"-DCMAKE_CUDA_COMPILER={NVCC}", "-DCMAKE_CUDA_ARCHITECTURES=90-real"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_cuda
+def test_another_arch_rebuilds_a_plain_cmake_project_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit: `build . --cc 8.0` then `--cc 8.6` stopped at stale-build-cache, though the
+    configure step passes CMAKE_CUDA_ARCHITECTURES with -D, which CMake takes into its cache."""
+    tree = copy_project("tinycuda", tmp_path)
+    assert main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"]) == 0
+    capsys.readouterr()
+    code = main(["build", str(tree), "--cc", "12.0", "--cache", "none"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "replace them: CMAKE_CUDA_ARCHITECTURES: cached 90-real, requested 120-real" in out
+    assert "GPU code: SASS sm_120 (targets: 12.0)" in out
+    code = main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"])
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert code == 0, data
+    assert data["sass"] == ["sm_90"]  # rebuilt for the arch asked, nothing of the one before
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_cuda
 def test_stale_cache_is_caught_then_clean_rebuilds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Configure for sm_90, ask for sm_120: preflight names the cached arch and stops the
-    build; --clean removes the build outputs (never a source) and the rebuild holds sm_120."""
+    """A build directory CMake would refuse (another generator): preflight names it and stops
+    the build, the attempt is recorded as blocked; --clean removes the build outputs (never a
+    source) and the rebuild holds sm_120."""
     tree = copy_project("tinycuda", tmp_path)
     sources = sorted(p.relative_to(tree) for p in tree.rglob("*") if p.is_file())
-    assert main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"]) == 0
-    capsys.readouterr()
+    _configure_with_make(tree)
     code = main(["build", str(tree), "--cc", "12.0", "--cache", "none"])
     captured = capsys.readouterr()
-    assert code != 0
-    assert "stale-build-cache" in captured.out + captured.err
-    assert "CMAKE_CUDA_ARCHITECTURES" in captured.out + captured.err
+    assert code == 3
+    assert "stale-build-cache" in captured.out
+    assert "CMAKE_GENERATOR: cached Unix Makefiles, requested Ninja" in captured.err
+    assert f"torchsmith clean --yes {tree}" in captured.err  # the tree named: run from anywhere
     code = main(["build", str(tree), "--cc", "12.0", "--cache", "none", "--clean", "--json"])
     data = json.loads(capsys.readouterr().out)["data"]
     assert code == 0, data
     assert data["sass"] == ["sm_120"]
     assert all((tree / s).is_file() for s in sources)
+    ledger = Ledger(Path(os.environ["TORCHSMITH_LEDGER"]))
+    assert [(a.status, a.exit_code) for a in ledger.list(kind="build")] == [
+        ("succeeded", 0),
+        ("blocked", 3),
+    ]
 
 
 @pytest.mark.integration
@@ -220,10 +259,12 @@ def test_a_stale_cache_clean_keeps_still_blocks(
     folder git neither tracks nor ignores), so the build ran on the stale cache."""
     tree = copy_project("tinycuda", tmp_path)
     commit_all(tree)
-    assert main(["build", str(tree), "--cc", "9.0", "--cache", "none", "--json"]) == 0
-    capsys.readouterr()
+    _configure_with_make(tree)
     code = main(["build", str(tree), "--cc", "12.0", "--cache", "none", "--clean"])
     err = capsys.readouterr().err
     assert code == 3
     assert "after --clean" in err
     assert (tree / "build" / "CMakeCache.txt").exists()
+    (attempt,) = Ledger(Path(os.environ["TORCHSMITH_LEDGER"])).list(kind="build")
+    assert attempt.result["status"] == "blocked"
+    assert attempt.result["reason"].startswith("blocked by preflight after --clean")

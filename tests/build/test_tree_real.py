@@ -13,9 +13,10 @@ import pytest
 
 from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
+from torchsmith.build.model import BuildConfig
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.preflight import preflight
-from torchsmith.build.tree import read_tree
+from torchsmith.build.tree import parse_cmake_cache, read_tree
 from torchsmith.knowledge import Knowledge
 from torchsmith.probe.model import CudaToolkitInfo, Probe, ToolInfo
 from torchsmith.probe.toolkits import probe_cuda_toolkits
@@ -47,42 +48,102 @@ def this_machine(h200: Probe) -> Probe:
     )
 
 
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.skipif(
+needs_cmake_cuda = pytest.mark.skipif(
     not (CUDA / "bin" / "nvcc").exists() or not shutil.which("cmake") or not shutil.which("ninja"),
     reason="needs nvcc 13.0, cmake and ninja",
 )
+
+
+def configure(config: BuildConfig) -> None:
+    """Run the configuration's configure step with real cmake, as the build would."""
+    step = config.steps[0]
+    done = subprocess.run(
+        step.argv, cwd=step.cwd, env={**os.environ, **config.env},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def wrapper(path: Path, program: str) -> str:
+    """A script that runs ``program``: another path to the same compiler, as CMake sees it."""
+    path.write_text(f'#!/bin/sh\nexec {program} "$@"\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_cmake_cuda
 def test_real_cmake_cache_then_another_configuration(
     h200: Probe, kb: Knowledge, tmp_path: Path
 ) -> None:
+    """Audit: a plain CMake project configured for one arch was refused for another, though the
+    configure step's -D values replace what the cache holds: a note, nothing stale, and real
+    cmake takes them. A new host compiler CMake keeps ignoring (-ccbin of the first detection)
+    still stops the build."""
     probe = this_machine(h200)
     project = detect_project(copy_project("cuda_cmake", tmp_path))
     first = make_config(project, probe, kb, BuildOptions(targets=("9.0",), cache="none"))
-    configure = first.steps[0]
-    env = {**os.environ, **first.env}
-    done = subprocess.run(
-        configure.argv,
-        cwd=configure.cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    configure(first)
     assert preflight(first, read_tree(project, first), probe, kb) == ()
 
     opts = BuildOptions(targets=("12.0",), cache="none", sets=(("TINYKERN_FAST_MATH", "ON"),))
     second = make_config(project, probe, kb, opts)
     (f,) = preflight(second, read_tree(project, second), probe, kb)
-    assert f.category == "stale-build-cache"
-    diffs = f.message.split(": ", 1)[1].split("; ")
+    assert (f.category, f.severity) == ("stale-build-cache", "info")
+    diffs = f.message.split("replace them: ", 1)[1].split("; ")
     assert diffs == [
         "CMAKE_CUDA_ARCHITECTURES: cached 90-real, requested 120-real",
         "TINYKERN_FAST_MATH: cached OFF, requested ON",
     ]
-    assert "torchsmith clean" in f.fix
+    configure(second)  # the note is right: CMake took the new values
+    cache = parse_cmake_cache((Path(project.path) / "build" / "CMakeCache.txt").read_text())
+    assert (cache["CMAKE_CUDA_ARCHITECTURES"], cache["TINYKERN_FAST_MATH"]) == ("120-real", "ON")
+
+    gxx = wrapper(tmp_path / "g++-wrapper", str(probe.compilers[0].path))
+    host = dataclasses.replace(probe.compilers[0], name="CUDAHOSTCXX", path=gxx)
+    other = dataclasses.replace(probe, compilers=(host,))
+    third = make_config(project, other, kb, BuildOptions(targets=("12.0",), cache="none"))
+    (f,) = [
+        f for f in preflight(third, read_tree(project, third), other, kb) if f.severity != "info"
+    ]
+    assert (f.category, f.severity) == ("stale-build-cache", "error")
+    assert (
+        f"CMAKE_CUDA_HOST_COMPILER: cached {probe.compilers[0].path}, requested {gxx}" in f.message
+    )
+    assert "-ccbin" in f.message
+    assert f"torchsmith clean --yes {project.path}" in f.fix
+    configure(third)  # and it is right: the build files keep the host compiler found first
+    rules = (Path(project.path) / "build" / "CMakeFiles" / "rules.ninja").read_text()
+    assert f"-ccbin={probe.compilers[0].path}" in rules
+    assert gxx not in rules
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_cmake_cuda
+def test_another_cuda_compiler_is_stale_as_cmake_drops_the_other_values(
+    h200: Probe, kb: Knowledge, tmp_path: Path
+) -> None:
+    """A new CMAKE_CUDA_COMPILER makes CMake delete its cache and configure again without the
+    command line's other -D values: the arch list falls back to CMake's default."""
+    probe = this_machine(h200)
+    project = detect_project(copy_project("cuda_cmake", tmp_path))
+    configure(make_config(project, probe, kb, BuildOptions(targets=("9.0",), cache="none")))
+    (tmp_path / "cuda" / "bin").mkdir(parents=True)
+    nvcc = wrapper(tmp_path / "cuda" / "bin" / "nvcc", str(CUDA / "bin" / "nvcc"))
+    tk = dataclasses.replace(probe.cuda_toolkits[0], root=str(tmp_path / "cuda"), nvcc=nvcc)
+    other = dataclasses.replace(probe, cuda_toolkits=(tk,))
+    second = make_config(project, other, kb, BuildOptions(targets=("12.0",), cache="none"))
+    (f,) = [
+        f for f in preflight(second, read_tree(project, second), other, kb) if f.severity != "info"
+    ]
+    assert f.severity == "error"
+    assert "CMAKE_CUDA_COMPILER: cached" in f.message
+    assert "without the other -D values" in f.message
+    configure(second)
+    cache = parse_cmake_cache((Path(project.path) / "build" / "CMakeCache.txt").read_text())
+    assert cache["CMAKE_CUDA_ARCHITECTURES"] != "120-real"  # what the stale cache would cost
 
 
 def git(*args: str, cwd: Path) -> None:

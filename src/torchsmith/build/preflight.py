@@ -18,6 +18,7 @@ from torchsmith.build.config import (
 )
 from torchsmith.build.detect import is_cuda_project
 from torchsmith.build.model import BuildConfig
+from torchsmith.build.scripts import shell_word
 from torchsmith.build.tree import BuildCache, TreeFacts
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
@@ -30,11 +31,6 @@ from torchsmith.knowledge.compat import (
 )
 from torchsmith.probe.model import Finding, Probe
 from torchsmith.taxonomy import SEVERITY_ORDER
-
-CLEAN_FIX = (
-    "clean the build outputs and configure again: torchsmith clean --yes (torchsmith clean lists "
-    "them first), or build --clean"
-)
 
 
 def preflight(
@@ -349,8 +345,7 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
                     "error",
                     f"the target torch {probe.torch.version} is a CPU build: CUDA extensions "
                     "cannot be built against it",
-                    "install a CUDA build of torch into the target environment "
-                    "(torchsmith plan shows which)",
+                    cpu_torch_fix(config, f"torch {probe.torch.version}"),
                     subject="torch",
                 )
             )
@@ -367,6 +362,26 @@ def _toolkit(config: BuildConfig, probe: Probe, kb: Knowledge) -> list[Finding]:
                 )
             )
     return out
+
+
+def cpu_torch_fix(config: BuildConfig, torch: str) -> str:
+    """What to do when the target torch is a CPU build and CUDA code was wanted: a CUDA torch
+    for the build's GPUs, of the CUDA major version of the toolkit the build uses."""
+    ccs = dict.fromkeys(entry_cc(e.removesuffix("+PTX")) for e in config.arch_list)
+    plan = " ".join(
+        ["torchsmith plan --python", shell_word(config.python), *(f"--cc {c}" for c in ccs)]
+    )
+    toolkit = (
+        f"; with the toolkit at {config.cuda_home}, one built for CUDA "
+        f"{config.cuda_version.split('.')[0]}.x"
+        if config.cuda_home and config.cuda_version
+        else ""
+    )
+    return (
+        f"install a CUDA build of torch into {config.python} ({plan} shows which{toolkit}), "
+        f"then build again: {torch} compiles no CUDA code, whatever "
+        "TORCH_CUDA_ARCH_LIST and CUDA_HOME say"
+    )
 
 
 def _span(sms: tuple[str, ...]) -> str:
@@ -457,14 +472,25 @@ def stale_cache_file(finding: Finding) -> str | None:
     return finding.path if finding.category == "stale-build-cache" else None
 
 
+def clean_fix(tree: str) -> str:
+    """The fix of a stale cache: clean the tree the build is about (named, since the build may
+    have been run from another folder)."""
+    return (
+        f"clean the build outputs and configure again: torchsmith clean --yes {shell_word(tree)} "
+        "(without --yes it lists them first), or build --clean"
+    )
+
+
 def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
     out = []
     for cache in tree.caches:
-        diffs = (
-            _cmake_diffs(config, tree, cache)
-            if cache.kind == "cmake"
-            else _ninja_diffs(config, tree, cache)
-        )
+        if cache.kind == "cmake" and config.project.kind == "cmake":
+            out += _plain_cmake_cache(config, tree, cache)
+            continue
+        if cache.kind == "cmake":
+            diffs = [_diff_text(d) for d in _cmake_diffs(config, tree, cache)]
+        else:
+            diffs = _ninja_diffs(config, tree, cache)
         if not diffs:
             continue
         pytorch = config.project.kind == "pytorch" and cache.kind == "cmake"
@@ -477,14 +503,82 @@ def stale_cache(config: BuildConfig, tree: TreeFacts) -> list[Finding]:
         out.append(
             Finding(
                 "stale-build-cache",
-                "error" if pytorch or cache.kind == "cmake" else "warning",
+                "error" if cache.kind == "cmake" else "warning",
                 f"{cache.path} was made for another configuration: " + "; ".join(diffs) + why,
-                CLEAN_FIX,
+                clean_fix(config.project.path),
                 subject=cache.kind + " cache",
                 path=cache.path,
             )
         )
     return out
+
+
+# What CMake keeps in an existing build directory whatever this configure passes (checked with
+# cmake 3.25): a new CMAKE_CUDA_COMPILER makes CMake delete its cache and configure again without
+# the other -D values of the command line (CMAKE_CUDA_ARCHITECTURES falls back to its default); a
+# new CMAKE_CUDA_HOST_COMPILER goes into the cache, but the build files keep the -ccbin that
+# compiler detection found the first time; another generator is refused outright.
+_KEPT_BY_CMAKE = {
+    "CMAKE_CUDA_COMPILER": "CMake would delete its cache and configure again without the other "
+    "-D values (the CUDA archs fall back to CMake's default)",
+    "CMAKE_CUDA_HOST_COMPILER": "CMake keeps compiling with the host compiler it detected first "
+    "(-ccbin in the build files), whatever the cache says",
+    "CMAKE_GENERATOR": "CMake refuses another generator in an existing build directory",
+}
+
+
+def _plain_cmake_cache(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> list[Finding]:
+    """A plain CMake project is configured by every build with its -D values, which replace what
+    the cache holds: those are no stale cache (a note says they change). What CMake keeps
+    whatever the command line says (_KEPT_BY_CMAKE), and cached values no -D replaces, are."""
+    passed = _passed_keys(config)
+    kept: list[str] = []
+    replaced: list[str] = []
+    for diff in _cmake_diffs(config, tree, cache):
+        key = diff[0]
+        if key in _KEPT_BY_CMAKE:
+            kept.append(f"{_diff_text(diff)} ({_KEPT_BY_CMAKE[key]})")
+        elif key in passed:
+            replaced.append(_diff_text(diff))
+        else:
+            kept.append(f"{_diff_text(diff)} (no -D replaces it: CMake keeps the cached value)")
+    out = []
+    if kept:
+        out.append(
+            Finding(
+                "stale-build-cache",
+                "error",
+                f"{cache.path} was made for another configuration that CMake keeps: "
+                + "; ".join(kept),
+                clean_fix(config.project.path),
+                subject="cmake cache",
+                path=cache.path,
+            )
+        )
+    if replaced:
+        out.append(
+            Finding(
+                "stale-build-cache",
+                "info",
+                f"{cache.path} was configured with other values; this build's configure step "
+                "passes the new ones with -D, which replace them: " + "; ".join(replaced),
+                "nothing to do: CMake rebuilds what the new values change",
+                subject="cmake cache",
+                path=cache.path,
+            )
+        )
+    return out
+
+
+def _passed_keys(config: BuildConfig) -> set[str]:
+    """The cache keys the configure step sets with -D (as ``-DKEY=`` or ``-D KEY=``)."""
+    keys = set()
+    args = config.cmake_args
+    for i, arg in enumerate(args):
+        given = args[i + 1] if arg == "-D" and i + 1 < len(args) else arg.removeprefix("-D")
+        if (arg.startswith("-D") or arg == "-D") and "=" in given:
+            keys.add(given.split("=", 1)[0].split(":")[0])
+    return keys
 
 
 def _same_path(a: str, b: str, tree: TreeFacts) -> bool:
@@ -498,17 +592,29 @@ _LAUNCH = (
     "CMAKE_CUDA_COMPILER_LAUNCHER",
 )
 
+_Diff = tuple[str, str | None, str]  # key, cached value (None: not cached), requested value
 
-def _cmake_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> list[str]:
+
+def _diff_text(diff: _Diff) -> str:
+    key, have, want = diff
+    return f"{key}: cached {'none' if have is None else have or '(empty)'}, requested {want}"
+
+
+def _cmake_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> list[_Diff]:
     cached = cache.values
-    diffs = []
-    for key, want in _expected(config).items():
+    diffs: list[_Diff] = []
+    want_all = _expected(config)
+    if config.project.kind == "cmake":  # a launcher cached and no longer asked for stays
+        for key in _LAUNCH:
+            if cached.get(key) and key not in want_all:
+                diffs.append((key, cached[key], "none"))
+    for key, want in want_all.items():
         have = cached.get(key)
         if key == "PYTHON_EXECUTABLE" and have is None:
             have = cached.get("Python_EXECUTABLE") or cached.get("Python3_EXECUTABLE")
         if have is None:
             if key in _LAUNCH:
-                diffs.append(f"{key}: cached none, requested {want}")
+                diffs.append((key, None, want))
             continue
         if key == "TORCH_CUDA_ARCH_LIST":
             same = _arch_set(have) == _arch_set(want)
@@ -521,7 +627,7 @@ def _cmake_diffs(config: BuildConfig, tree: TreeFacts, cache: BuildCache) -> lis
         else:
             same = have.strip() == want.strip()
         if not same:
-            diffs.append(f"{key}: cached {have or '(empty)'}, requested {want}")
+            diffs.append((key, have, want))
     return diffs
 
 

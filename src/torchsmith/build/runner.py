@@ -4,8 +4,11 @@
 the ledger before anything runs (status ``running``), streams every step through
 :func:`torchsmith.util.stream.stream` into one timestamped log, and finishes the attempt with its
 status, exit code, duration and peak memory of the whole process tree. On failure it runs explain
-over the log and keeps the diagnoses; after a success it reads the GPU code in what was built
-(inspect) and checks that every target GPU has SASS.
+over the log and keeps the diagnoses, squared with what the build knows (build/diagnose.py); after
+its steps succeed it reads the GPU code in what was built (inspect) and checks that every target
+GPU has SASS: a target without it fails the build. Around a build that installs into its target,
+the install guard puts back what it installed when the build fails, and the result says so.
+:func:`record_blocked` records a build that preflight stopped before anything ran.
 """
 
 from __future__ import annotations
@@ -16,16 +19,20 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from torchsmith.build.diagnose import Known, known_facts, reconcile
 from torchsmith.build.model import BuildConfig, Step
+from torchsmith.build.preflight import cpu_torch_fix
+from torchsmith.build.scripts import shell_word
 from torchsmith.errors import InputError, TorchsmithError
 from torchsmith.explain import Diagnosis, explain_files
 from torchsmith.knowledge.compat import entry_sm
-from torchsmith.probe.model import Finding
+from torchsmith.probe.model import Finding, Probe
 from torchsmith.util import cmd
 from torchsmith.util.serialize import to_jsonable
 from torchsmith.util.stream import StreamResult, stream
@@ -35,7 +42,10 @@ if TYPE_CHECKING:
 
     from torchsmith.ledger import Ledger
 
-Status = Literal["succeeded", "failed", "interrupted"]
+RunStatus = Literal["succeeded", "failed", "interrupted"]  # a step's; the ledger's final ones
+# "blocked": preflight stopped it and nothing ran; "failed" includes a build whose steps
+# succeeded but whose arch check failed
+Status = Literal["succeeded", "failed", "interrupted", "blocked"]
 
 BINARY_SUFFIXES = (".so", ".pyd", ".dll", ".whl", ".exe", ".dylib")
 SKIP_DIRS = frozenset({"CMakeFiles", ".git", "__pycache__", ".ninja_deps"})
@@ -46,7 +56,7 @@ MAX_OUTPUTS = 400
 class StepResult:
     name: str
     command: str
-    status: Status
+    status: RunStatus
     exit_code: int | None
     duration_s: float
     peak_rss_bytes: int
@@ -61,14 +71,30 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Installed:
+    """What became of what a build installed into its target interpreter."""
+
+    python: str
+    # kept: recorded as install attempt ``install_attempt`` (install --rollback undoes it);
+    # removed: the build failed, so site-packages was put back as it was; restore-incomplete:
+    # putting back left files behind (the note says where they are); unchanged: nothing changed
+    status: Literal["kept", "removed", "restore-incomplete", "unchanged"]
+    install_attempt: int | None
+    wheel: str | None  # the wheel the build made, still in the tree
+    note: str  # the same in words ("" when there is nothing to say)
+
+
+@dataclass(frozen=True)
 class BuildResult:
     project: str
     project_kind: str
     status: Status
+    # the failing step's exit status; ARCH_CHECK_EXIT where every step succeeded but the arch
+    # check failed; BLOCKED_EXIT where preflight stopped the build; None where no step ran
     exit_code: int | None
     duration_s: float
     peak_rss_bytes: int
-    log_path: str
+    log_path: str | None  # None: nothing ran (blocked), so there is no log
     attempt_id: int | None
     steps: tuple[StepResult, ...]
     targets: tuple[str, ...]  # the requested archs ("9.0", "12.0+PTX")
@@ -76,8 +102,10 @@ class BuildResult:
     ptx: tuple[str, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
     diagnoses: tuple[Diagnosis, ...] = ()
+    # the arch check's findings; for a blocked build, the preflight errors that stopped it
     findings: tuple[Finding, ...] = ()
     reason: str | None = None  # why it stopped, in one line
+    installed: Installed | None = None  # for a build that installs into its target
 
     @property
     def ok(self) -> bool:
@@ -107,6 +135,19 @@ def git_state(tree: str) -> tuple[str | None, bool | None]:
     return head.stdout.strip() or None, bool(status.stdout.strip()) if status.ok else None
 
 
+class InstallGuard(Protocol):
+    """What the install guard (torchsmith.install.executor.guard) yields around a build that
+    installs: the build sets ``failed``; the guard puts site-packages back when it is set, or
+    records what changed as an install attempt (``attempt_id``), and says so in ``notes``."""
+
+    failed: bool
+    attempt_id: int | None
+    notes: list[str]
+
+
+GuardFactory = Callable[[], AbstractContextManager[InstallGuard | None]]
+
+
 def run_build(
     config: BuildConfig,
     *,
@@ -117,10 +158,15 @@ def run_build(
     probe: Any = None,
     timeout_s: float | None = None,
     on_line: Callable[[str], None] | None = None,
+    preflight: Sequence[Finding] = (),
+    install_guard: GuardFactory | None = None,
 ) -> BuildResult:
     """Run the build; never raises for a failed, interrupted or disk-full build (see status).
 
     ``console`` None means quiet (--json): nothing is printed, the log still gets every line.
+    ``preflight``: what preflight found (a CPU-only torch shapes the explanation of a failure).
+    ``install_guard``: entered around the build when it installs into its target; a build that
+    fails (its arch check included) has what it installed put back, and the result says so.
     """
     tree = config.project.path
     if not Path(tree).is_dir():
@@ -133,21 +179,104 @@ def run_build(
             f"cannot create the log folder {log_dir}: {exc.strerror or exc}",
             tip="pass a writable folder, or free disk space",
         ) from exc
-    commit, dirty = git_state(tree)
-    attempt_id = None
-    if ledger is not None:
-        attempt_id = ledger.start(
-            "build",
-            config=to_jsonable(config),
-            command=command,
-            tree=tree,
-            git_commit=commit,
-            git_dirty=dirty,
-            project_kind=config.project.kind,
-            probe=to_jsonable(probe) if probe is not None else None,
-            tools=_tools(config),
-            log_path=log_path,
+    known = known_facts(config, probe if isinstance(probe, Probe) else None, preflight)
+    with install_guard() if install_guard else contextlib.nullcontext() as undo:
+        attempt_id = None if ledger is None else _start(config, ledger, command, probe, log_path)
+        result = _execute(
+            config, log_path, known=known, console=console, timeout_s=timeout_s, on_line=on_line
         )
+        result = dataclasses.replace(result, attempt_id=attempt_id)
+        if undo is not None:
+            undo.failed = not result.ok
+    if undo is not None:
+        result = dataclasses.replace(result, installed=install_outcome(undo, config, result))
+    if ledger is not None and attempt_id is not None:
+        _finish(ledger, attempt_id, result)
+    return result
+
+
+def record_blocked(
+    config: BuildConfig,
+    findings: Sequence[Finding],
+    *,
+    ledger: Ledger,
+    command: Sequence[str] = (),
+    probe: Any = None,
+    after_clean: bool = False,
+) -> BuildResult:
+    """Record a build that preflight stopped (no build step ran) as an attempt, and return it.
+
+    Its status is ``blocked``, with exit status 3 as the CLI's, and its reason says why."""
+    first = findings[0]
+    when = " after --clean" if after_clean else ""
+    result = BuildResult(
+        project=config.project.path,
+        project_kind=config.project.kind,
+        status="blocked",
+        exit_code=BLOCKED_EXIT,
+        duration_s=0.0,
+        peak_rss_bytes=0,
+        log_path=None,
+        attempt_id=None,
+        steps=(),
+        targets=config.arch_list,
+        findings=tuple(findings),
+        reason=f"blocked by preflight{when}, no build step ran: {first.category}: {first.message}",
+    )
+    attempt_id = _start(config, ledger, command, probe, None)
+    result = dataclasses.replace(result, attempt_id=attempt_id)
+    _finish(ledger, attempt_id, result)
+    return result
+
+
+BLOCKED_EXIT = InputError.exit_code  # what `torchsmith build` exits with when preflight stops it
+
+
+def _start(
+    config: BuildConfig,
+    ledger: Ledger,
+    command: Sequence[str],
+    probe: Any,
+    log_path: Path | None,
+) -> int:
+    commit, dirty = git_state(config.project.path)
+    return ledger.start(
+        "build",
+        config=to_jsonable(config),
+        command=command,
+        tree=config.project.path,
+        git_commit=commit,
+        git_dirty=dirty,
+        project_kind=config.project.kind,
+        probe=to_jsonable(probe) if probe is not None else None,
+        tools=_tools(config),
+        log_path=log_path,
+    )
+
+
+def _finish(ledger: Ledger, attempt_id: int, result: BuildResult) -> None:
+    ledger.finish(
+        attempt_id,
+        status=result.status,
+        exit_code=result.exit_code,
+        duration_s=result.duration_s,
+        peak_rss_bytes=result.peak_rss_bytes,
+        diagnoses=[to_jsonable(d) for d in result.diagnoses],
+        archs=result.sass,
+        result=to_jsonable(dataclasses.replace(result, diagnoses=())),
+    )
+
+
+def _execute(
+    config: BuildConfig,
+    log_path: Path,
+    *,
+    known: Known,
+    console: Console | None,
+    timeout_s: float | None,
+    on_line: Callable[[str], None] | None,
+) -> BuildResult:
+    """Run the steps, then explain a failure or check the GPU code in what was built."""
     _start_compiler_cache(config)
     started_wall = time.time()
     started = time.monotonic()
@@ -177,48 +306,97 @@ def run_build(
             status, exit_code = outcome.status, outcome.returncode
             reason = outcome.reason or f"step '{step.name}' exited with status {outcome.returncode}"
             break
-    duration = time.monotonic() - started
-    diagnoses: tuple[Diagnosis, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    sass: tuple[str, ...] = ()
-    ptx: tuple[str, ...] = ()
-    artifacts: tuple[Artifact, ...] = ()
-    if status == "failed" and log_path.exists():
-        diagnoses = _diagnose(log_path)
-    elif status == "succeeded":
-        artifacts = read_outputs(build_outputs(config, since=started_wall))
-        sass, ptx = _union(artifacts)
-        findings = check_archs(config.arch_list, sass, ptx, has_outputs=bool(artifacts))
     result = BuildResult(
-        project=tree,
+        project=config.project.path,
         project_kind=config.project.kind,
         status=status,
         exit_code=exit_code,
-        duration_s=round(duration, 3),
+        duration_s=round(time.monotonic() - started, 3),
         peak_rss_bytes=peak,
         log_path=str(log_path),
-        attempt_id=attempt_id,
+        attempt_id=None,
         steps=tuple(steps),
         targets=config.arch_list,
-        sass=sass,
-        ptx=ptx,
-        artifacts=artifacts,
-        diagnoses=diagnoses,
-        findings=findings,
         reason=reason,
     )
-    if ledger is not None and attempt_id is not None:
-        ledger.finish(
-            attempt_id,
-            status=status,
-            exit_code=exit_code,
-            duration_s=result.duration_s,
-            peak_rss_bytes=peak,
-            diagnoses=[to_jsonable(d) for d in diagnoses],
-            archs=sass,
-            result=to_jsonable(dataclasses.replace(result, diagnoses=())),
-        )
+    if status == "failed" and log_path.exists():
+        return dataclasses.replace(result, diagnoses=reconcile(_diagnose(log_path), known))
+    if status == "succeeded":
+        return _checked(result, config, known, since=started_wall)
     return result
+
+
+def _checked(
+    result: BuildResult, config: BuildConfig, known: Known, *, since: float
+) -> BuildResult:
+    """The result with the GPU code read from what was built; a target GPU without SASS fails
+    the build (exit status 1, as the CLI's), its reason the first missing arch."""
+    artifacts = read_outputs(build_outputs(config, since=since))
+    sass, ptx = _union(artifacts)
+    findings = check_archs(
+        config.arch_list,
+        sass,
+        ptx,
+        has_outputs=bool(artifacts),
+        cpu_fix=cpu_torch_fix(config, known.cpu_torch) if known.cpu_torch else None,
+    )
+    checked = dataclasses.replace(
+        result, sass=sass, ptx=ptx, artifacts=artifacts, findings=findings
+    )
+    errors = [f for f in findings if f.severity == "error"]
+    if not errors:
+        return checked
+    missing = ", ".join(f.subject or "?" for f in errors)
+    return dataclasses.replace(
+        checked,
+        status="failed",
+        exit_code=ARCH_CHECK_EXIT,
+        reason=f"the arch check failed: every step succeeded, but the result holds no SASS for "
+        f"{missing} ({errors[0].message.split('; ', 1)[-1]})",
+    )
+
+
+ARCH_CHECK_EXIT = 1  # a build whose steps all succeeded and whose result lacks a target's SASS
+
+
+def install_outcome(undo: InstallGuard, config: BuildConfig, result: BuildResult) -> Installed:
+    """What became of what the build installed into its target, in words and fields."""
+    python = config.python
+    if not undo.failed:
+        kept = undo.attempt_id is not None
+        note = " ".join(undo.notes) or f"nothing changed in {python}'s site-packages"
+        return Installed(python, "kept" if kept else "unchanged", undo.attempt_id, None, note)
+    wheel = next((a.path for a in result.artifacts if a.path.endswith(".whl")), None)
+    if undo.notes:  # the guard could not put everything back: it says where the files are
+        return Installed(python, "restore-incomplete", None, wheel, " ".join(undo.notes))
+    if not _installed_something(config, result):
+        return Installed(python, "unchanged", None, wheel, "")
+    what = " ".join(x for x in (config.project.name, config.project.version) if x) or "the build"
+    why = {"interrupted": "it was interrupted", "blocked": "it was blocked"}.get(
+        result.status, "its arch check failed" if _all_ran(config, result) else "it failed"
+    )
+    keep = f"{shell_word(python)} -m pip install {shell_word(wheel)}" if wheel else ""
+    note = (
+        f"{what}, which this build had installed into {python}, was removed again because "
+        f"{why}: site-packages is as it was before the build"
+        + (f". The wheel is still in the tree: {keep} installs it as it is" if keep else "")
+    )
+    return Installed(python, "removed", None, wheel, note)
+
+
+def _all_ran(config: BuildConfig, result: BuildResult) -> bool:
+    return len(result.steps) == len(config.steps) and all(
+        s.status == "succeeded" for s in result.steps
+    )
+
+
+def _installed_something(config: BuildConfig, result: BuildResult) -> bool:
+    """Whether a step that installs into the target (pip install, the driver's --install-from)
+    ran to its end."""
+    return any(
+        done.status == "succeeded" and (step.name == "install" or "--install-from" in step.argv)
+        for step, done in zip(config.steps, result.steps, strict=False)
+    )
 
 
 def _start_compiler_cache(config: BuildConfig) -> None:
@@ -425,9 +603,16 @@ def _union(artifacts: Iterable[Artifact]) -> tuple[tuple[str, ...], tuple[str, .
 
 
 def check_archs(
-    targets: Sequence[str], sass: Sequence[str], ptx: Sequence[str], *, has_outputs: bool
+    targets: Sequence[str],
+    sass: Sequence[str],
+    ptx: Sequence[str],
+    *,
+    has_outputs: bool,
+    cpu_fix: str | None = None,
 ) -> tuple[Finding, ...]:
-    """A finding for each target GPU without SASS in the result; one for SASS nobody asked for."""
+    """A finding for each target GPU without SASS in the result; one for SASS nobody asked for.
+    ``cpu_fix``: the fix where the target torch is a CPU build, the cause of every missing arch
+    (torch.utils.cpp_extension then compiles no CUDA code)."""
     if not targets:
         return ()
     if not has_outputs:
@@ -454,7 +639,8 @@ def check_archs(
             severity="error",
             message=f"the result holds no SASS for {name} (target {t}); found: "
             + (", ".join(sass) or "no GPU code"),
-            fix="rebuild with a clean tree (torchsmith build --clean) and check"
+            fix=cpu_fix
+            or "rebuild with a clean tree (torchsmith build --clean) and check"
             " TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES in the log",
             subject=name,
         )

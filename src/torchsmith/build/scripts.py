@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
+from torchsmith import platforms
 from torchsmith.build.drivers import CPP_EXT_PARALLEL
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.errors import InputError, UsageError
@@ -48,6 +49,13 @@ def emit_script(config: BuildConfig, shell: Shell) -> str:
     if shell == "cmd":
         return _cmd(config)
     raise UsageError(f"unknown shell {shell!r}", tip=f"pick one of: {', '.join(SHELLS)}")
+
+
+def shell_word(value: str) -> str:
+    """``value`` as one word of a command for this machine's shell, in a fix someone copies."""
+    if platforms.current_os() == "windows":
+        return f'"{value}"' if re.search(r'[\s&|<>^%"()]', value) or not value else value
+    return shlex.quote(value)
 
 
 def _check_names(config: BuildConfig) -> None:
@@ -110,14 +118,30 @@ _DRIVER_MISSING = (
 
 
 _CLEAN_REFUSED = (
-    "clean: {path} holds files git tracks or does not ignore; not removed (torchsmith clean "
+    "clean: {path} holds files git tracks or does not ignore; not removed ({refused_clean} "
     "removes only its build outputs)"
 )
 _CLEAN_NO_GIT = (
     "clean: git cannot list {tree} (no git work tree, no git, or git refusing it), so what is "
-    "tracked there is not known; nothing removed (torchsmith clean {tree} removes its build "
-    "outputs)"
+    "tracked there is not known; nothing removed ({clean} removes its build outputs)"
 )
+
+
+def _clean_messages(tree: str, target: str, shell: Shell) -> tuple[str, str]:
+    """(build folder refused, tree not listable by git): the script's messages for its clean,
+    each naming ``torchsmith clean TREE`` as a command to copy into the shell that printed it.
+    bash quotes the tree. PowerShell and cmd keep their wording, the tree as it is (their golden
+    files, tests/attempts/golden, pin it; cmd's log text cannot hold a quote at all)."""
+    if shell == "bash":
+        clean = f"torchsmith clean {shlex.quote(tree)}"
+        return (
+            _CLEAN_REFUSED.format(path=target, refused_clean=clean),
+            _CLEAN_NO_GIT.format(tree=tree, clean=clean),
+        )
+    return (
+        _CLEAN_REFUSED.format(path=target, refused_clean="torchsmith clean"),
+        _CLEAN_NO_GIT.format(tree=tree, clean=f"torchsmith clean {tree}"),
+    )
 
 
 def clean_dir(config: BuildConfig) -> str | None:
@@ -172,13 +196,14 @@ def _bash(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("/") + "/" + clean
+        refused, no_git = _clean_messages(tree, target, "bash")
         out += [
             "",
             f'if [ "${{{CLEAN_VAR}:-0}}" = 1 ]; then',
             f"  listed=$(git -C {q(tree)} ls-files --cached --others --exclude-standard"
             f" -- {q(clean)} 2>/dev/null) ||",
-            f"    fail {q(_CLEAN_NO_GIT.format(tree=tree))}",
-            f'  [ -z "$listed" ] || fail {q(_CLEAN_REFUSED.format(path=target))}',
+            f"    fail {q(no_git)}",
+            f'  [ -z "$listed" ] || fail {q(refused)}',
             f"  log {q('clean: removing ' + target)}",
             f"  rm -rf -- {q(target)}",
             "fi",
@@ -265,6 +290,7 @@ def _powershell(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
+        refused, no_git = _clean_messages(tree, target, "powershell")
         body += [
             "",
             f"if ($env:{CLEAN_VAR} -eq '1' -and (Test-Path -LiteralPath {p(target)})) {{",
@@ -278,8 +304,8 @@ def _powershell(config: BuildConfig) -> str:
             "        $GitStatus = $LASTEXITCODE",
             "        $ErrorActionPreference = $SavedPreference",
             "    }",
-            f"    if ($GitStatus -ne 0) {{ Stop-Build {p(_CLEAN_NO_GIT.format(tree=tree))} }}",
-            f"    if ($Listed) {{ Stop-Build {p(_CLEAN_REFUSED.format(path=target))} }}",
+            f"    if ($GitStatus -ne 0) {{ Stop-Build {p(no_git)} }}",
+            f"    if ($Listed) {{ Stop-Build {p(refused)} }}",
             f"    Write-Log {p('clean: removing ' + target)}",
             f"    $Folder = Get-Item -LiteralPath {p(target)} -Force",
             "    if ($Folder.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {",
@@ -433,8 +459,7 @@ def _cmd(config: BuildConfig) -> str:
     clean = clean_dir(config)
     if clean:
         target = tree.rstrip("\\/") + "\\" + clean.replace("/", "\\")
-        refused = cmd_echo_text(_CLEAN_REFUSED.format(path=target))
-        no_git = cmd_echo_text(_CLEAN_NO_GIT.format(tree=tree))
+        refused, no_git = (cmd_echo_text(m) for m in _clean_messages(tree, target, "cmd"))
         # no temporary file: in a ( ) block every %RANDOM% is another number
         out += [
             "",

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from torchsmith.build.model import BuildConfig
+from torchsmith.build.scripts import shell_word
 from torchsmith.commands.common import (
     check_script_shell,
     console,
@@ -142,7 +144,7 @@ def _provable_clean_step(config: BuildConfig, as_json: bool) -> BuildConfig:
         click.echo(
             f"note: the script has no clean step: {relative} holds files `torchsmith clean` "
             "does not prove to be build outputs (tracked or new files); clean it with "
-            "`torchsmith clean` instead",
+            f"`torchsmith clean {shell_word(str(tree))}` instead",
             err=True,
         )
     return replace(config, project=replace(config.project, build_dir=None))
@@ -184,7 +186,8 @@ def _clean(tree: Path, as_json: bool) -> None:
         raise ToolError(
             f"--clean: {len(result.failed)} build outputs could not be removed: "
             f"{result.failed[0].path}: {result.failed[0].message}",
-            tip="close what holds them, or run `torchsmith clean` to see the list",
+            tip=f"close what holds them, or run `torchsmith clean {shell_word(str(tree))}` to see "
+            "the list",
         )
 
 
@@ -321,26 +324,14 @@ def build(
     # a stale cache is what --clean removes: it does not stop a build that cleans first
     blockers = [f for f in blocking(findings) if not (clean_first and f.category in _CLEANED)]
     if blockers and not force:
-        if not as_json:
-            render_plan(plan, console())
-        first = blockers[0]
-        raise InputError(
-            f"preflight: {first.message}",
-            tip=f"{first.fix} (or pass --force to build anyway)",
-        )
+        _refuse(plan, blockers, probe, as_json=as_json, tree=tree)
     if clean_first:
         _clean(tree, as_json)
         plan = configure()  # the tree changed: configure for what is left
         config = plan.config
         left = blocking(plan.findings)
         if left and not force:  # what clean kept (files it cannot prove are outputs) still blocks
-            if not as_json:
-                render_plan(plan, console())
-            raise InputError(
-                f"preflight, after --clean: {left[0].message}",
-                tip=f"clean kept it (torchsmith clean {tree} says why); {left[0].fix} "
-                "(or pass --force to build anyway)",
-            )
+            _refuse(plan, left, probe, as_json=as_json, tree=tree, after_clean=True)
     _run(plan, probe, as_json)
 
 
@@ -355,20 +346,63 @@ def _run(plan: Any, probe: Any, as_json: bool) -> None:
     if out is not None:
         render_plan(plan, out)
     ledger = Ledger()
-    with _undoable_install(config, ledger) as undo:
-        result = run_build(
-            config,
-            ledger=ledger,
-            log_dir=log_dir(),
-            console=out,
-            command=["torchsmith", "build", *sys.argv[2:]],
-            probe=probe,
-        )
-        if undo is not None:
-            undo.failed = not result.ok
+    result = run_build(
+        config,
+        ledger=ledger,
+        log_dir=log_dir(),
+        console=out,
+        command=_command(),
+        probe=probe,
+        preflight=plan.findings,
+        install_guard=functools.partial(_undoable_install, config, ledger),
+    )
     emit("build", result, as_json=as_json, render=render_build)
-    if undo is not None and out is not None:
-        for note in undo.notes:
-            out.print(f"[dim]{note}[/dim]")
     if not result.ok:
         raise click.exceptions.Exit(130 if result.status == "interrupted" else 1)
+
+
+def _command() -> list[str]:
+    return ["torchsmith", "build", *sys.argv[2:]]
+
+
+def _refuse(
+    plan: BuildPlan,
+    blockers: Sequence[Finding],
+    probe: Any,
+    *,
+    as_json: bool,
+    tree: Path,
+    after_clean: bool = False,
+) -> NoReturn:
+    """Stop a build that preflight blocks: show the plan, record the attempt (blocked, no build
+    step ran) and raise the first blocker as the error, its fix as the tip."""
+    from torchsmith.build.runner import record_blocked  # noqa: PLC0415
+    from torchsmith.ledger import Ledger, LedgerError  # noqa: PLC0415
+
+    if not as_json:
+        from torchsmith.render.build import render_plan  # noqa: PLC0415
+
+        render_plan(plan, console())
+    try:
+        recorded = record_blocked(
+            plan.config,
+            blockers,
+            ledger=Ledger(),
+            command=_command(),
+            probe=probe,
+            after_clean=after_clean,
+        )
+        where = f" (attempt #{recorded.attempt_id}: blocked, no build step ran)"
+    except LedgerError as exc:
+        where = f" (not recorded: {exc.message})"
+    first = blockers[0]
+    if after_clean:
+        raise InputError(
+            f"preflight, after --clean: {first.message}{where}",
+            tip=f"clean kept it (torchsmith clean {shell_word(str(tree))} says why); {first.fix} "
+            "(or pass --force to build anyway)",
+        )
+    raise InputError(
+        f"preflight: {first.message}{where}",
+        tip=f"{first.fix} (or pass --force to build anyway)",
+    )

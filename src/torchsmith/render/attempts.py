@@ -400,7 +400,13 @@ def export_html(
 
 
 # -- Rich views ---------------------------------------------------------------------------------
-_STATUS_STYLE = {"succeeded": "green", "failed": "red", "died": "red", "interrupted": "yellow"}
+_STATUS_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "died": "red",
+    "interrupted": "yellow",
+    "blocked": "yellow",
+}
 
 
 def _status(status: str) -> str:

@@ -105,19 +105,24 @@ def _size(n: int) -> str:
 def render_build(result: Any, console: Console) -> None:
     assert isinstance(result, BuildResult)
     style = "bold green" if result.ok else "bold red"
-    word = {"succeeded": "built", "failed": "FAILED", "interrupted": "INTERRUPTED"}[result.status]
+    word = {
+        "succeeded": "built",
+        "failed": "FAILED",
+        "interrupted": "INTERRUPTED",
+        "blocked": "BLOCKED",
+    }[result.status]
     console.print(
         f"[{style}]{word}[/{style}] in {result.duration_s:.1f}s, peak memory "
         f"{_size(result.peak_rss_bytes)} (whole process tree)"
         + (f", attempt #{result.attempt_id}" if result.attempt_id is not None else "")
     )
     if result.reason and result.status != "succeeded":
-        console.print(f"  {escape(result.reason)}")
+        console.print(f"  {escape(result.reason)}", soft_wrap=True)
     for step in result.steps:
         console.print(
             f"  [dim]{step.name}: {step.status} in {step.duration_s:.1f}s[/dim]", soft_wrap=True
         )
-    if result.status == "succeeded":
+    if result.steps and all(s.status == "succeeded" for s in result.steps):
         targets = ", ".join(result.targets) or "none asked"
         sass = ", ".join(result.sass) or "none"
         console.print(
@@ -138,4 +143,13 @@ def render_build(result: Any, console: Console) -> None:
                 console.print(f"     {escape(line)}", soft_wrap=True)
     if result.findings:
         render_findings(result.findings, console)
-    console.print(f"  [dim]log: {escape(result.log_path)}[/dim]", soft_wrap=True)
+    installed = result.installed
+    if installed is not None and installed.note:
+        loud = installed.status in ("removed", "restore-incomplete")
+        note = escape(installed.note)
+        console.print(
+            f"[bold yellow]installed:[/bold yellow] {note}" if loud else f"[dim]{note}[/dim]",
+            soft_wrap=True,
+        )
+    if result.log_path:
+        console.print(f"  [dim]log: {escape(result.log_path)}[/dim]", soft_wrap=True)
