@@ -18,7 +18,7 @@ from tests.build.configs import NVCC, cmake_config, copy_project, python_config
 from torchsmith.build.config import make_config
 from torchsmith.build.detect import detect_project
 from torchsmith.build.diagnose import CPU_TORCH_RULE, NO_TOOLKIT_RULES, known_facts, reconcile
-from torchsmith.build.model import Step
+from torchsmith.build.model import Profile, Step
 from torchsmith.build.options import BuildOptions
 from torchsmith.build.preflight import clean_fix, cpu_torch_fix, preflight
 from torchsmith.build.runner import (
@@ -170,7 +170,7 @@ def test_the_arch_check_names_a_cpu_torch_as_the_cause(h200: Probe, kb: Knowledg
     config = make_config(SCATTER, probe, kb, BuildOptions(targets=("8.0",)))
     known = known_facts(config, probe)
     assert known.cpu_torch == "torch 2.13.0+cpu"
-    assert check_archs(("8.0",), (), (), has_outputs=True)[0].fix.startswith("rebuild with")
+    assert "no CUDA code at all" in check_archs(("8.0",), (), (), has_outputs=True)[0].fix
     (f,) = check_archs(
         ("8.0",), (), (), has_outputs=True, cpu_fix=cpu_torch_fix(config, known.cpu_torch)
     )
@@ -301,3 +301,57 @@ def test_the_scripts_clean_message_quotes_the_tree(tmp_path: Path) -> None:
     suggested = said.split("nothing removed (", 1)[1].split(" removes its build outputs", 1)[0]
     assert shlex.split(suggested) == ["torchsmith", "clean", str(tree)]
     assert (tree / "build").is_dir()
+
+
+# -- a setup that builds CUDA only when torch sees a GPU (GPU session 18) ------------------------
+
+
+def test_an_extension_that_reads_force_cuda_gets_it_with_a_cuda_torch(
+    h200: Probe, kb: Knowledge
+) -> None:
+    """On the H200 machine, `CUDA_VISIBLE_DEVICES= torchsmith build scatter_like --cc 9.0`
+    built only the CPU part (its setup.py: WITH_CUDA = torch.cuda.is_available() ...) and the
+    arch check failed; FORCE_CUDA=1 makes the build not depend on a visible GPU."""
+    assert SCATTER.force_cuda_var == "FORCE_CUDA"
+    config = make_config(SCATTER, h200, kb, BuildOptions(targets=("9.0",)))
+    assert config.env.get("FORCE_CUDA") == "1"
+    assert any(c.key == "FORCE_CUDA" and "sees a GPU" in c.reason for c in config.choices)
+    # a CPU torch cannot build the CUDA part (preflight says cpu-only-torch): not forced
+    assert "FORCE_CUDA" not in make_config(SCATTER, cpu_torch(h200), kb, BuildOptions()).env
+    # what the user sets wins
+    forced_off = make_config(SCATTER, h200, kb, BuildOptions(sets=(("FORCE_CUDA", "0"),)))
+    assert forced_off.env["FORCE_CUDA"] == "0"
+    assert detect_project(PROJECTS / "tinyext").force_cuda_var is None
+
+
+def test_a_result_without_any_gpu_code_points_at_the_setups_cuda_choice() -> None:
+    """The H200 run above: 'found: no GPU code' asked to check TORCH_CUDA_ARCH_LIST, which was
+    right; the setup had compiled no CUDA at all."""
+    (none,) = check_archs(("9.0",), (), (), has_outputs=True)
+    assert "no CUDA code at all" in none.fix
+    assert "FORCE_CUDA=1" in none.fix
+    other = check_archs(("9.0",), ("sm_80",), (), has_outputs=True)[0]
+    assert other.subject == "sm_90"
+    assert "TORCH_CUDA_ARCH_LIST" in other.fix
+
+
+@pytest.mark.parametrize(
+    ("targets", "profile", "warned"),
+    [(("8.0",), "fast", True), (("8.0",), "portable", False), (("9.0",), "fast", False),
+     (("9.0a",), "fast", False), (("10.0",), "fast", True), (("8.0", "12.0"), "fast", True)],
+)  # fmt: skip
+def test_a_build_this_machines_gpu_cannot_run_is_said(
+    h200: Probe, kb: Knowledge, targets: tuple[str, ...], profile: Profile, warned: bool
+) -> None:
+    """On the H200 machine `build scatter_like --cc 8.0` built sm_80 only, without a word: the
+    result cannot run there (SASS runs on its own major only; PTX, --profile portable, JITs)."""
+    options = BuildOptions(targets=targets, profile=profile)
+    config = make_config(SCATTER, h200, kb, options)
+    found = [
+        f for f in preflight(config, read_tree(SCATTER, config), h200, kb)
+        if f.subject == "gpu 0" and f.category == "arch-not-compiled"
+    ]  # fmt: skip
+    assert bool(found) is warned
+    if found:
+        assert found[0].severity == "warning"
+        assert "add --cc 9.0" in found[0].fix

@@ -136,6 +136,7 @@ def make_config(
     _ninja(project, probe, acc)
     sets = _validated_sets(project, options, known_options)
     _project_switches(project, options=options, sets=sets, toolkit=toolkit, acc=acc)
+    _force_cuda(project, probe=probe, sets=sets, toolkit=toolkit, acc=acc)
     # a portable build whose newest GPU is asked for as 9.0a only needs 9.0's PTX, not its SASS:
     # CMake can say so (90-virtual); TORCH_CUDA_ARCH_LIST cannot (9.0+PTX builds both)
     ptx_only = bool(
@@ -691,6 +692,32 @@ def _project_switches(
         acc.choose("DEBUG", "1", "profile debug (cpp_extension reads DEBUG for -g)", env="DEBUG")
     for key, value in sets.items():
         acc.choose(key, value, "given with --set", env=key)
+
+
+def _force_cuda(
+    project: Project,
+    *,
+    probe: Probe,
+    sets: dict[str, str],
+    toolkit: CudaToolkitInfo | None,
+    acc: _Acc,
+) -> None:
+    """FORCE_CUDA=1 for an extension whose setup builds CUDA only when torch sees a GPU: this
+    build targets GPUs whether or not one is visible while it runs (a container build, CI,
+    CUDA_VISIBLE_DEVICES). Only with a CUDA build of torch, whose cpp_extension finds the
+    toolkit; with a CPU torch it would fail on CUDA_HOME (preflight says cpu-only-torch)."""
+    var = project.force_cuda_var
+    torch = probe.torch
+    if var is None or var in sets or toolkit is None or torch is None or not torch.cuda:
+        return
+    acc.choose(
+        var,
+        "1",
+        "the setup builds its CUDA code only when torch sees a GPU or FORCE_CUDA=1: without it, "
+        "no GPU visible while building (a container, CI, CUDA_VISIBLE_DEVICES) silently gives "
+        "a build without CUDA",
+        env=var,
+    )
 
 
 def _windows(project: Project, probe: Probe, facts: BuildFacts, acc: _Acc) -> None:

@@ -104,6 +104,7 @@ def detect_project(path: Path) -> Project:
             notes=tuple(notes),
             fixed_archs=fixed,
             own_arch_flags=bool(fixed) or bool(_ARCH_FLAGS.search(python_text)),
+            force_cuda_var="FORCE_CUDA" if _FORCE_CUDA.search(python_text) else None,
         )
     if cmake and _CMAKE_CUDA.search(_strip_cmake_comments(cmake)):
         m = re.search(r"project\s*\(\s*([A-Za-z0-9_\-]+)", cmake, re.IGNORECASE)
@@ -126,6 +127,7 @@ def detect_project(path: Path) -> Project:
 _GENCODE = re.compile(r"arch=compute_(\d{2,3}[af]?),code=\[?sm_(\d{2,3}[af]?)")
 
 
+_FORCE_CUDA = re.compile(r"""["']FORCE_CUDA["']""")
 _ARCH_FLAGS = re.compile(r"-gencode|--generate-code|arch=compute_|[\"']-arch[=\"']")
 
 

@@ -39,6 +39,10 @@ class Project:
     # the setup writes nvcc arch flags of its own (-gencode, --generate-code, -arch), literal or
     # built from TORCH_CUDA_ARCH_LIST as xformers does: torch may then not read that list itself
     own_arch_flags: bool = False
+    # the setup builds its CUDA part only when torch sees a GPU, unless this variable is 1
+    # (FORCE_CUDA: torch-scatter, detectron2, pytorch3d): no GPU visible at build time (a
+    # container build, CI, CUDA_VISIBLE_DEVICES) silently gives a build without CUDA
+    force_cuda_var: str | None = None
 
 
 @dataclass(frozen=True)

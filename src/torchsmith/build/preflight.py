@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from torchsmith import platforms
+from torchsmith.binaries.archs import runs_on
 from torchsmith.build.config import (
     EXTENSION_KINDS,
     GB,
@@ -49,9 +50,43 @@ def preflight(
     out += _target_torch(config, probe)
     out += _toolkit(config, probe, kb)
     out += _extension_arches(config, tree, probe)
+    out += _this_machines_gpus(config, probe)
     out += _windows(config, facts)
     out += stale_cache(config, tree)
     return tuple(sorted(out, key=lambda f: SEVERITY_ORDER[f.severity]))
+
+
+def _this_machines_gpus(config: BuildConfig, probe: Probe) -> list[Finding]:
+    """A warning for each NVIDIA GPU of this machine that nothing the build makes runs on: a
+    build for other machines (--cc, --gpu, --probe) is fine, but one that was meant to run here
+    too would fail with 'no kernel image' (SASS runs on its own major from its minor up, PTX on
+    its capability and later)."""
+    if not config.arch_list or not is_cuda_project(config.project):
+        return []
+    sass = [entry_sm(e) for e in config.arch_list]
+    ptx = [entry_sm(e).replace("sm_", "compute_") for e in config.arch_list if e.endswith("+PTX")]
+    out = []
+    for gpu in probe.gpus:
+        cc = gpu.compute_capability
+        if gpu.vendor != "nvidia" or not cc:
+            continue
+        try:
+            verdict = runs_on(sass, ptx, cc)
+        except ValueError:
+            continue
+        if verdict.ok:
+            continue
+        out.append(
+            Finding(
+                "arch-not-compiled",
+                "warning",
+                f"GPU {gpu.index} of this machine ({gpu.name}, {cc}) cannot run what this build "
+                f"makes ({', '.join(config.arch_list)}): right for other machines only",
+                f"add --cc {cc} (or --gpu for this machine's GPU) if the result is to run here too",
+                subject=f"gpu {gpu.index}",
+            )
+        )
+    return out
 
 
 def blocking(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:

@@ -640,8 +640,14 @@ def check_archs(
             message=f"the result holds no SASS for {name} (target {t}); found: "
             + (", ".join(sass) or "no GPU code"),
             fix=cpu_fix
-            or "rebuild with a clean tree (torchsmith build --clean) and check"
-            " TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES in the log",
+            or (
+                "the build compiled no CUDA code at all: many setups build their CUDA part only "
+                "when torch sees a GPU (check nvidia-smi where the build runs) or a switch such "
+                "as FORCE_CUDA=1 is set (--set FORCE_CUDA=1); read the log for the setup's choice"
+                if not sass and not ptx
+                else "rebuild with a clean tree (torchsmith build --clean) and check"
+                " TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES in the log"
+            ),
             subject=name,
         )
         for t, name in zip(targets, wanted, strict=True)
