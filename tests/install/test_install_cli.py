@@ -14,7 +14,7 @@ import pytest
 
 from tests.install.conftest import PYTHON311, fresh_venv, tree_hash
 from torchsmith.cli import main
-from torchsmith.errors import UsageError
+from torchsmith.errors import InputError, UsageError
 from torchsmith.install import executor, steps
 from torchsmith.install.envstate import package_set, read_dists
 from torchsmith.install.model import InstallStep
@@ -470,3 +470,91 @@ def test_offline_the_tip_names_the_torch_a_local_source_has(
     assert code == 4
     line = capsys.readouterr().err
     assert f"{wheels} (PIP_FIND_LINKS) has torch 2.13.0+cpu: --torch ==2.13.0 installs it" in line
+
+
+def test_a_venv_over_system_site_packages_is_judged_by_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review: a venv made with --system-site-packages lists the base interpreter's folders too;
+    one of those read-only refused an install pip would only have written to the venv."""
+    from torchsmith.probe.model import PythonInfo  # noqa: PLC0415
+
+    venv, base = tmp_path / "venv", tmp_path / "base-dist-packages"
+    own = venv / "lib" / "python3.11" / "site-packages"
+    own.mkdir(parents=True)
+    base.mkdir()
+    if not _read_only(base):
+        base.chmod(0o755)
+        pytest.skip("cannot make a folder read-only here")
+    try:
+
+        def probe(python: str, **_: Any) -> Any:
+            kind = "venv" if python == "venv" else "system"
+            sites = (str(own), str(base))
+            info = PythonInfo(
+                python, "3.11.9", "CPython", 64, env_kind=kind, env_prefix=str(venv),
+                site_packages=sites,
+            )  # fmt: skip
+            return info, None
+
+        monkeypatch.setattr(executor, "probe_python_and_torch", probe)
+        executor._writable("venv")  # its own folder is writable: fine
+        executor._writable("system")  # outside an environment: one writable folder will do
+        if not _read_only(own):
+            pytest.skip("cannot make a folder read-only here")
+        with pytest.raises(InputError, match=f"cannot write to {own}"):
+            executor._writable("venv")
+        with pytest.raises(InputError, match="cannot write to"):
+            executor._writable("system")
+    finally:
+        for folder in (base, own):
+            subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)
+            folder.chmod(0o755)
+
+
+def test_ctrl_c_around_a_venv_it_makes_says_the_venv_went(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review: Ctrl-C while the venv was being made said '.../bin/python is unchanged' of an
+    interpreter that never existed; after the install began, it said the venv 'is as it was'."""
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+    venv = tmp_path / "nest" / "a" / "venv"
+    real_run = executor.cmd.run
+
+    def half_made(argv: Any, **kwargs: Any) -> Any:
+        if "venv" in argv:
+            Path(argv[-1], "bin").mkdir(parents=True)
+            raise KeyboardInterrupt
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(executor.cmd, "run", half_made)
+    assert main(["install", "--venv", str(venv), "--plan", str(plan), "--no-verify"]) == 130
+    said = capsys.readouterr().err
+    assert f"the venv {venv} was not made" in said
+    assert not (tmp_path / "nest").exists()
+
+    monkeypatch.setattr(executor.cmd, "run", real_run)
+
+    def stopped(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor, "_install", stopped)
+    assert main(["install", "--venv", str(venv), "--plan", str(plan), "--no-verify"]) == 130
+    said = capsys.readouterr().err
+    assert "interrupted: the install was undone: removed" in said
+    assert "is as it was" not in said
+    assert not (tmp_path / "nest").exists()
+
+
+def test_a_link_before_dot_dot_keeps_the_path_as_given(tmp_path: Path) -> None:
+    """review: with a linked folder before '..' and nothing at the short spelling yet, the short
+    spelling named another folder (a rollback could then pick another venv)."""
+    from torchsmith.probe.python_env import tidy_path  # noqa: PLC0415
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linkdir").symlink_to(tmp_path / "real")
+    linked = tmp_path / "linkdir" / ".." / "v1" / "bin" / "python"
+    assert tidy_path(linked) == linked
+    assert tidy_path(tmp_path / "sd" / ".." / "v1") == tmp_path / "v1"
+    assert tidy_path(tmp_path / "v1" / "sub" / "..") == tmp_path / "v1"

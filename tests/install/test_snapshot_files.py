@@ -230,6 +230,10 @@ def test_an_undone_install_and_a_rollback_say_what_they_are(
     first = install()
     undo = executor.rollback(first, ledger=ledger).ledger_id
     assert undo is not None
+    # review: before its snapshot was pruned, rolling back an undone install ran again, and took
+    # away what had been installed since by other means
+    with pytest.raises(InputError, match=f"was rolled back already \\(by #{undo}\\)"):
+        executor.rollback(first, ledger=ledger)
     second = install()
     assert executor.prune_snapshots(ledger, python) == [first]
     with pytest.raises(InputError, match=f"was rolled back already \\(by #{undo}\\)"):
@@ -237,3 +241,27 @@ def test_an_undone_install_and_a_rollback_say_what_they_are(
     with pytest.raises(InputError, match=f"is a rollback \\(of install #{first}\\)"):
         executor.rollback(undo, ledger=ledger)
     assert ledger.get(second).result["snapshot"]
+
+
+def test_an_exact_restore_keeps_the_empty_folders_that_were_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review: empty folders of the user's under site-packages that the install put files in
+    went with those files, and differences() did not see it."""
+    monkeypatch.setenv("TORCHSMITH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    site = tmp_path / "site-packages"
+    (site / "userdir").mkdir(parents=True)
+    (site / "userdir2" / "sub").mkdir(parents=True)
+    taken = snapshot.take((str(site),))
+    (site / "userdir" / "added.py").write_text("x = 1\n")
+    (site / "userdir2" / "sub" / "added.py").write_text("x = 1\n")
+    (site / "newpkg" / "deep").mkdir(parents=True)
+    (site / "newpkg" / "deep" / "m.py").write_text("x = 1\n")
+    snapshot.restore(taken.path, exact=True)
+    assert (site / "userdir").is_dir()
+    assert (site / "userdir2" / "sub").is_dir()
+    assert not (site / "userdir" / "added.py").exists()
+    assert not (site / "newpkg").exists()
+    assert snapshot.differences(taken.path) == []
+    (site / "userdir2" / "sub").rmdir()
+    assert snapshot.differences(taken.path) == [f"missing folder: {site / 'userdir2' / 'sub'}"]

@@ -135,7 +135,8 @@ def run_install(
     result = prepare(rec, options)
     if options.dry_run:
         if len(result.steps) == 1:  # an existing target (no venv to make first)
-            _writable(_site_packages(result.python, f"--python {result.python}"), result.python)
+            _site_packages(result.python, f"--python {result.python}")
+            _writable(result.python)
         return result
     sites, ledger, attempt, created, top = _begin(
         result, options, rec, ledger=ledger, on_step=on_step, argv=argv
@@ -150,7 +151,7 @@ def run_install(
             _discard_if_restored(result, created)
             _drop_report(result)
             ledger.finish(attempt, status="interrupted", result=_ledger_result(result))
-        raise InstallInterrupted(_undone(result, attempt, "interrupted")) from None
+        raise InstallInterrupted(_undone(result, attempt, "interrupted", created)) from None
     except TorchsmithError as exc:
         with _no_interrupt():
             result.error = exc.message
@@ -194,6 +195,8 @@ def _begin(
     created: Path | None = None
     top: Path | None = None
     snap: snapshot.Snapshot | None = None
+    making = tidy_path(Path(options.venv)) if len(result.steps) > 1 and options.venv else None
+    existed = making is not None and making.exists()
     try:
         on_step("checking the package index")
         try:
@@ -216,10 +219,13 @@ def _begin(
                 snapshot.discard(snap.path)
             _take_back(exc, created, top)
         if isinstance(exc, KeyboardInterrupt):
-            gone = f"; {created} was removed" if created is not None and top is not None else ""
-            raise InstallInterrupted(
-                f"interrupted before anything was installed: {result.python} is unchanged{gone}"
-            ) from None
+            if making is None:
+                said = f"{result.python} is unchanged"
+            elif existed:
+                said = f"{making} is empty again, as it was given"
+            else:
+                said = f"the venv {making} was not made (what was begun of it is removed)"
+            raise InstallInterrupted(f"interrupted before anything was installed: {said}") from None
         raise
     return sites, ledger, attempt, created, top
 
@@ -262,8 +268,10 @@ class InstallInterrupted(KeyboardInterrupt):
         self.said = said
 
 
-def _undone(result: InstallResult, attempt: int, status: str) -> str:
+def _undone(result: InstallResult, attempt: int, status: str, created: Path | None) -> str:
     """What an install stopped by Ctrl-C left, after :func:`_restore`."""
+    if created is not None:  # the venv it made is gone (or emptied): _restore's note says which
+        return f"{status}: the install was undone: {result.notes[-1]} (install #{attempt})"
     incomplete = [n for n in result.notes if n.startswith("restore incomplete")]
     if incomplete:
         return (
@@ -297,21 +305,35 @@ def _drop_report(result: InstallResult) -> None:
         Path(argv[argv.index("--report") + 1]).unlink(missing_ok=True)
 
 
-def _writable(sites: tuple[str, ...], python: str) -> None:
-    """InputError unless a file can be made in each of the target's site-packages folders
-    (tried for real: permission bits do not tell an immutable or read-only-mounted folder)."""
-    for site in sites:
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".torchsmith-write-test-", dir=site)
-            os.close(fd)
-            Path(probe).unlink()
-        except OSError as exc:
-            raise InputError(
-                f"--python {python}: cannot write to {site} ({exc.strerror or exc}); nothing "
-                "was installed",
-                tip="install as the user who owns that environment, or into a venv of your own "
-                "(--venv DIR)",
-            ) from None
+def _writable(python: str) -> None:
+    """InputError unless the installer can write where it installs: each site-packages folder
+    inside the target's own environment (a venv made with --system-site-packages also lists the
+    base interpreter's, which pip never writes to), or, for an interpreter outside any
+    environment, one of its folders (pip falls back to the user's). Tried for real: permission
+    bits do not tell an immutable or read-only-mounted folder."""
+    info, _ = probe_python_and_torch(python)
+    sites = info.site_packages
+    prefix = info.env_prefix if info.env_kind in ("venv", "conda") else None
+    own = tuple(s for s in sites if prefix and Path(s).is_relative_to(prefix))
+    failed = [(site, why) for site in (own or sites) if (why := _cannot_write(site))]
+    if failed and (own or len(failed) == len(sites)):
+        site, why = failed[0]
+        raise InputError(
+            f"--python {python}: cannot write to {site} ({why}); nothing was installed",
+            tip="install as the user who owns that environment, or into a venv of your own "
+            "(--venv DIR)",
+        )
+
+
+def _cannot_write(folder: str) -> str | None:
+    """Why a file cannot be made in ``folder``; None when it can."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".torchsmith-write-test-", dir=folder)
+        os.close(fd)
+        Path(probe).unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _record_environment(
@@ -319,7 +341,7 @@ def _record_environment(
 ) -> tuple[tuple[str, ...], snapshot.Snapshot]:
     """The target's site-packages, and a snapshot of them to put back."""
     sites = _site_packages(result.python, f"--python {result.python}")
-    _writable(sites, result.python)
+    _writable(result.python)
     on_step("recording the environment")
     return sites, snapshot.take(sites, uv_lock=_uv_lock(result))
 
@@ -357,7 +379,8 @@ def _create_venv(
         try:
             cmd.run(step.argv, timeout=300, check=True)
         except BaseException as exc:  # a half-made venv would pass for an existing one next time
-            _take_back(exc, created, top)
+            with _no_interrupt():
+                _take_back(exc, created, top)
             raise
         result.notes.append(f"created {options.venv}" if top else f"made {options.venv} a venv")
     return created, top
@@ -711,13 +734,13 @@ def _rollback_target(ledger: Ledger, attempt_id: int | None, python: str | None)
                 tip=f"to have install #{attempt.config['rollback_of']}'s packages again, install "
                 "them again",
             )
-        pruned = attempt.result.get("pruned") if attempt.kind == "install" else None
-        if isinstance(pruned, str) and pruned.startswith("undone by"):
+        undone = _undone_by(installs).get(attempt_id) if attempt.kind == "install" else None
+        if undone is not None:  # its snapshot predates all since: restoring it would undo those
             raise InputError(
-                f"install #{attempt_id} was rolled back already "
-                f"({pruned.removeprefix('undone ')}), and its snapshot removed",
+                f"install #{attempt_id} was rolled back already (by #{undone})",
                 tip="there is nothing left of it to undo",
             )
+        pruned = attempt.result.get("pruned") if attempt.kind == "install" else None
         if pruned:
             raise InputError(
                 f"install #{attempt_id}'s snapshot was removed: torchsmith keeps those of the "

@@ -199,8 +199,12 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         kept |= {Path(o): store / k for o, k in data["site_files"]}  # type: ignore[attr-defined]
         links = {Path(o): t for o, t in data.get("site_links", [])}  # type: ignore[attr-defined]
         if exact:
-            _remove_added(sites, set(kept) | set(links))
+            before = _noted_dirs(data)
+            _remove_added(sites, set(kept) | set(links), keep=before or set())
             _remove_added_dirs(sites, data.get("site_dirs"))
+            for folder in sorted(before or ()):  # an empty one of the user's the install had used
+                with contextlib.suppress(OSError):
+                    folder.mkdir(parents=True, exist_ok=True)
         _remove_uv_lock(data)  # empty, and made by the install being undone
         for link, target in links.items():
             if not link.is_symlink() or str(link.readlink()) != target:
@@ -226,10 +230,11 @@ def differences(path: str | Path) -> list[str]:
     out = [f"changed or missing: {p}" for p, s in rows if not _unchanged(p, s)]
     known = {p for p, _ in rows} | links
     out += [f"added: {p}" for p in _files_under(sites) if p not in known]
-    dirs = data.get("site_dirs")
-    if isinstance(dirs, list):
-        before = {Path(d) for d in dirs}
-        out += [f"added folder: {d}" for d in _dirs_under(sites) if d not in before]
+    before = _noted_dirs(data)
+    if before is not None:
+        now = set(_dirs_under(sites))
+        out += [f"added folder: {d}" for d in sorted(now - before)]
+        out += [f"missing folder: {d}" for d in sorted(before - now)]
     return out
 
 
@@ -270,13 +275,22 @@ def _files_under(sites: tuple[str, ...]) -> list[Path]:
     return found
 
 
-def _remove_added(sites: tuple[str, ...], known: set[Path]) -> None:
+def _remove_added(sites: tuple[str, ...], known: set[Path], *, keep: set[Path]) -> None:
+    """Remove the files that are not ``known``, and the folders that leaves empty, but never a
+    folder in ``keep`` (those there before)."""
     roots = {Path(s).resolve() for s in sites}
     for path in _files_under(sites):
         if path not in known:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            _prune(path.parent, roots)
+            _prune(path.parent, roots, keep=keep)
+
+
+def _noted_dirs(data: dict[str, object]) -> set[Path] | None:
+    """The folders the snapshot saw under site-packages; None for snapshots before they were
+    noted."""
+    dirs = data.get("site_dirs")
+    return {Path(str(d)) for d in dirs} if isinstance(dirs, list) else None
 
 
 def _remove_uv_lock(data: dict[str, object]) -> None:
@@ -333,10 +347,13 @@ def _remove(dist: Dist, sites: tuple[str, ...]) -> None:
         _prune(folder, roots)
 
 
-def _prune(folder: Path, roots: set[Path]) -> None:
-    """Remove ``folder`` and its parents while they are empty, stopping at site-packages."""
+def _prune(folder: Path, roots: set[Path], *, keep: set[Path] | None = None) -> None:
+    """Remove ``folder`` and its parents while they are empty, stopping at site-packages and at
+    a folder in ``keep``."""
     current = folder
     while current.resolve() not in roots and current != current.parent:
+        if keep and current in keep:
+            return
         try:
             current.rmdir()
         except OSError:

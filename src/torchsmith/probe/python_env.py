@@ -96,17 +96,18 @@ def resolve_python(
 def tidy_path(path: Path) -> Path:
     """``path`` made absolute with its ``..`` and ``.`` worked out, so that one environment has
     one spelling (the ledger matches installs by it); links are not followed, since a venv's
-    python is a link to the base interpreter. Where a linked folder before a ``..`` makes the
-    short spelling another folder, the path stays as given, absolute."""
+    python is a link to the base interpreter. Where a folder before a ``..`` is a link, the
+    short spelling would be another folder: the path stays as given, absolute."""
     given = path.absolute()
-    short = Path(os.path.normpath(given))
-    if short == given:
-        return given
-    try:
-        same = short.parent.samefile(given.parent)
-    except OSError:
-        same = not given.parent.exists()  # nothing there yet (a venv to make): the words decide
-    return short if same else given
+    walked: list[str] = []
+    for part in given.parts:
+        if part == ".." and walked and Path(*walked).is_symlink():
+            return given
+        if part == "..":
+            walked = walked[:-1] if len(walked) > 1 else walked
+        elif part != ".":
+            walked.append(part)
+    return Path(*walked)
 
 
 def hanging_python(
