@@ -458,6 +458,10 @@ def test_offline_the_tip_names_the_torch_a_local_source_has(
         "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch-2.14.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",  # another Python: not it
         "torch-2.14.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",  # another variant
+        # review: other platforms' wheels were named too
+        "torch-2.14.0+cpu-cp311-cp311-macosx_11_0_arm64.whl",
+        "torch-2.14.0+cpu-cp311-cp311-win_amd64.whl",
+        "torch-2.14.0+cpu-cp311-cp311-manylinux_2_28_aarch64.whl",
     ):
         (wheels / name).write_bytes(b"")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
@@ -558,3 +562,18 @@ def test_a_link_before_dot_dot_keeps_the_path_as_given(tmp_path: Path) -> None:
     assert tidy_path(linked) == linked
     assert tidy_path(tmp_path / "sd" / ".." / "v1") == tmp_path / "v1"
     assert tidy_path(tmp_path / "v1" / "sub" / "..") == tmp_path / "v1"
+
+
+@pytest.mark.parametrize(
+    ("wheel", "platform", "fits"),
+    [("manylinux_2_28_x86_64", "linux-x86_64", True),
+     ("manylinux_2_28_aarch64", "linux-x86_64", False), ("linux_x86_64", "linux-x86_64", True),
+     ("win_amd64", "win-amd64", True),
+     ("win_amd64", "linux-x86_64", False), ("macosx_11_0_arm64", "macosx-11.0-arm64", True),
+     ("macosx_11_0_arm64", "macosx-11.0-x86_64", False), ("any", "win-amd64", True),
+     ("manylinux_2_17_x86_64.manylinux2014_x86_64", "linux-x86_64", True)],
+)  # fmt: skip
+def test_a_wheel_fits_a_platform_by_its_tags(wheel: str, platform: str, fits: bool) -> None:
+    from torchsmith.install.indexes import _platform_fits  # noqa: PLC0415
+
+    assert _platform_fits(wheel, platform) is fits

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -401,10 +402,11 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
             "source that holds that exact version"
         )
     if not done.ok:
-        other = _local_alternative(result)
+        why = first_error(done.output)
+        other = _local_alternative(result) if _NO_SUCH_VERSION.search(why) else None
         if other:
             result.notes.append(other)
-        raise InstallFailedError(f"{result.installer} failed: {first_error(done.output)}")
+        raise InstallFailedError(f"{result.installer} failed: {why}")
     on_step("checking what landed")
     _, torch = probe_python_and_torch(result.python)
     findings, archs = check_landed(result, torch, after)
@@ -415,16 +417,25 @@ def _install(result: InstallResult, sites: tuple[str, ...], on_step: OnStep) -> 
         raise InstallFailedError(f"{bad[0].category}: {bad[0].message}", tip=bad[0].fix)
 
 
+# pip's and uv's words for a version no source has (the one failure another version mends)
+_NO_SUCH_VERSION = re.compile(
+    r"no version of torch|No matching distribution found for torch|Could not find a version "
+    r"that satisfies the requirement torch\b",
+    re.IGNORECASE,
+)
+
+
 def _local_alternative(result: InstallResult) -> str | None:
     """When the torch planned is in no local source but another version of its variant is (a
     find-links folder, a file:// index), a line saying which --torch installs that offline."""
     config = result.sources or indexes.IndexConfig()
     variant = result.torch.partition("+")[2] or None if result.torch else None
-    tag = None
+    tag = platform = None
     if Path(result.python).exists():
         info, _ = probe_python_and_torch(result.python)
         tag = None if info.error else "cp" + "".join(info.version.split(".")[:2])
-    versions = indexes.local_versions(config, "torch", variant, tag)
+        platform = None if info.error else info.platform_tag
+    versions = indexes.local_versions(config, "torch", variant, tag, platform)
     if not versions or result.torch in versions:
         return None
     version, source = next(iter(versions.items()))

@@ -146,16 +146,21 @@ def local_wheel(config: IndexConfig, name: str, version: str) -> str | None:
 
 
 def local_versions(
-    config: IndexConfig, name: str, tag: str | None, python_tag: str | None = None
+    config: IndexConfig,
+    name: str,
+    tag: str | None,
+    python_tag: str | None = None,
+    platform: str | None = None,
 ) -> dict[str, str]:
     """Version -> the configured local source holding a wheel of ``name`` whose local version
     tag is ``tag`` ("cpu", "cu130"; None: untagged) and, when given, whose Python tag takes
-    ``python_tag`` ("cp311"; "py3" wheels do too), newest first: what an offline install could
-    take instead of a version the sources lack."""
+    ``python_tag`` ("cp311"; "py3" wheels do too) and whose platform tag fits ``platform``
+    (sysconfig's "linux-x86_64", "win-amd64", "macosx-11.0-arm64"), newest first: what an
+    offline install could take instead of a version the sources lack."""
     found: dict[str, str] = {}
     stem = name.replace("-", "_")
     pattern = re.compile(
-        rf"^{re.escape(stem)}-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-[^-]+-[^-]+\.whl$"
+        rf"^{re.escape(stem)}-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-[^-]+-(?P<plat>[^-]+)\.whl$"
     )
     for source in (
         config.find_links
@@ -174,9 +179,33 @@ def local_versions(
                 version = hit["version"]
                 pys = hit["py"].split(".")
                 fits = python_tag is None or python_tag in pys or "py3" in pys
+                fits = fits and _platform_fits(hit["plat"], platform)
                 if fits and (version.partition("+")[2] or None) == tag:
                     found.setdefault(version, source)
     return dict(sorted(found.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+def _platform_fits(wheel: str, platform: str | None) -> bool:
+    """Whether a wheel's platform tags ("manylinux_2_28_x86_64", "win_amd64",
+    "macosx_11_0_arm64", "any") can install on sysconfig's ``platform``; True when unknown."""
+    if platform is None:
+        return True
+    system, _, machine = platform.partition("-")
+    machine = machine.rsplit("-", 1)[-1]  # macosx-11.0-arm64 -> arm64
+    for tag in wheel.split("."):
+        if tag == "any":
+            return True
+        if system == "linux" and re.match(r"^(?:many|musl)?linux", tag) and tag.endswith(machine):
+            return True
+        if system == "win" and tag == f"win_{machine}":
+            return True
+        if (
+            system == "macosx"
+            and tag.startswith("macosx")
+            and tag.endswith((machine, "universal2"))
+        ):
+            return True
+    return False
 
 
 def _version_key(version: str) -> tuple[int, ...]:
