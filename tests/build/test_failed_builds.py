@@ -321,6 +321,8 @@ def test_an_extension_that_reads_force_cuda_gets_it_with_a_cuda_torch(
     # what the user sets wins
     forced_off = make_config(SCATTER, h200, kb, BuildOptions(sets=(("FORCE_CUDA", "0"),)))
     assert forced_off.env["FORCE_CUDA"] == "0"
+    exported = make_config(SCATTER, h200, kb, BuildOptions(inherited=(("FORCE_CUDA", "0"),)))
+    assert "FORCE_CUDA" not in exported.env  # the build inherits the user's export as it is
     assert detect_project(PROJECTS / "tinyext").force_cuda_var is None
 
 

@@ -140,3 +140,11 @@ def test_another_python_version_is_not_the_probed_ones_torch() -> None:
     assert (same.python_path, same.torch_installed) == ("/v/bin/python", "2.13.0+cpu")
     other = apply_what_if(facts, WhatIf(python="3.12"), kb)
     assert (other.python_path, other.torch_installed) == (None, None)
+
+
+def test_powershell_takes_typographic_quotes_for_single_ones() -> None:
+    """review: a path with a right single quote (U+2019) came out inside '...', which
+    PowerShell ends at that quote as at '."""
+    path = "C:\\Users\\O\u2019Brien\\venv\\Scripts\\python.exe"
+    commands = wheel_commands("2.15.0", None, {}, "pip", python=path, os_name="windows")
+    assert commands["pip, PowerShell"].startswith("& 'C:\\Users\\O\u2019\u2019Brien\\")

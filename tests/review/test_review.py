@@ -639,6 +639,12 @@ H100 = GpuTarget(name="NVIDIA H100", vendor="nvidia", compute_capability="9.0")
             ("--cc", "9.0"),
             ("CMAKE_CXX_COMPILER_LAUNCHER=distcc (line 1): torchsmith build's --cache takes",),
         ),
+        # review of the review: quotes inside a value are the value's; a variable is no value
+        (
+            'export CMAKE_CXX_FLAGS=\'-DBAR="x y"\' CMAKE_PREFIX_PATH="$CONDA_PREFIX"\n',
+            ("--cc", "9.0", "--set", 'CMAKE_CXX_FLAGS=-DBAR="x y"'),
+            ("CMAKE_PREFIX_PATH=$CONDA_PREFIX (line 1): it refers to the shell variable CONDA_PR",),
+        ),
     ],
 )
 def test_corrected_settings(text: str, args: tuple[str, ...], dropped: tuple[str, ...]) -> None:
@@ -658,3 +664,27 @@ def test_a_corrected_command_without_a_gpu_to_build_for_says_what_it_still_needs
     assert "no-gpu-visible" in need
     cpu = _corrected_for("export USE_CUDA=0\npython setup.py develop\n")
     assert cpu.needs == ()  # type: ignore[attr-defined]
+
+
+def test_a_windows_correction_is_written_for_cmd_and_powershell() -> None:
+    """review: the corrected command was quoted with list2cmdline (C runtime rules): a bare ';'
+    in a value ended the command in PowerShell, and cmd does not read \\"."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from torchsmith.render.review import _corrected  # noqa: PLC0415
+    from torchsmith.review.correct import Corrected  # noqa: PLC0415
+
+    corrected = Corrected(build_args=(".", "--set", "CMAKE_PREFIX_PATH=C:\\libs\\a;C:\\libs\\b"))
+    console = Console(record=True, width=200)
+    _corrected(corrected, "windows", console)
+    text = console.export_text()
+    assert (
+        'corrected (cmd): torchsmith build . --set "CMAKE_PREFIX_PATH=C:\\libs\\a;C:\\libs\\b"'
+        in text
+    )
+    assert (
+        "corrected (PowerShell): torchsmith build . --set 'CMAKE_PREFIX_PATH=C:\\libs\\a;" in text
+    )
+    plain = Console(record=True, width=200)
+    _corrected(Corrected(build_args=(".", "--cc", "9.0")), "windows", plain)
+    assert "corrected: torchsmith build . --cc 9.0" in plain.export_text()

@@ -136,7 +136,7 @@ def make_config(
     _ninja(project, probe, acc)
     sets = _validated_sets(project, options, known_options)
     _project_switches(project, options=options, sets=sets, toolkit=toolkit, acc=acc)
-    _force_cuda(project, probe=probe, sets=sets, toolkit=toolkit, acc=acc)
+    _force_cuda(project, probe=probe, options=options, sets=sets, toolkit=toolkit, acc=acc)
     # a portable build whose newest GPU is asked for as 9.0a only needs 9.0's PTX, not its SASS:
     # CMake can say so (90-virtual); TORCH_CUDA_ARCH_LIST cannot (9.0+PTX builds both)
     ptx_only = bool(
@@ -698,6 +698,7 @@ def _force_cuda(
     project: Project,
     *,
     probe: Probe,
+    options: BuildOptions,
     sets: dict[str, str],
     toolkit: CudaToolkitInfo | None,
     acc: _Acc,
@@ -709,6 +710,8 @@ def _force_cuda(
     var = project.force_cuda_var
     torch = probe.torch
     if var is None or var in sets or toolkit is None or torch is None or not torch.cuda:
+        return
+    if options.inherited_value(var) is not None:  # the user's own export goes through as it is
         return
     acc.choose(
         var,

@@ -298,7 +298,7 @@ def build(
         dry_run=dry_run,
         inherited=tuple(
             (name, os.environ[name])
-            for name in ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST")
+            for name in ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "FORCE_CUDA")
             if os.environ.get(name)
         ),
     )

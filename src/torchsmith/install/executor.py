@@ -256,7 +256,7 @@ def _verify(result: InstallResult, verifier: Verifier, attempt: int, on_step: On
         raise InstallInterrupted(
             f"interrupted while verifying: install #{attempt} stays in {result.python} "
             f"(torchsmith verify --python {shlex.quote(result.python)} checks it; "
-            "torchsmith install --rollback undoes it)"
+            f"torchsmith install --rollback {attempt} undoes it)"
         ) from None
 
 

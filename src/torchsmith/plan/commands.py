@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from torchsmith.build.scripts import ps_quote
 from torchsmith.plan.model import Installer, SourceBuild
 
 # a Windows path cmd and PowerShell both take as it is
@@ -58,7 +59,7 @@ def _interpreters(
     if _WINDOWS_BARE.match(python):
         return [(None, (python, python))]
     cmd = f'"{python}"'
-    ps = "'" + python.replace("'", "''") + "'"
+    ps = ps_quote(python)  # ' and the typographic quotes PowerShell also takes for one, doubled
     return [("cmd", (cmd, cmd)), ("PowerShell", (f"& {ps}", ps))]
 
 

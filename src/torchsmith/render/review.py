@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import shlex
-import subprocess
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from torchsmith.build.scripts import ps_quote
 from torchsmith.review import ReviewResult
 from torchsmith.review.correct import Corrected
 
@@ -60,12 +61,24 @@ def render_review(result: ReviewResult, console: Console) -> None:
         console.print(Text("never tried: " + line, style="yellow"))
 
 
+# a word that cmd and PowerShell both take as it is
+_WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=,@-]+$")
+
+
 def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     """The command quoted for the target's shell, then what it still needs and each setting it
     leaves out, with why."""
     argv = ["torchsmith", "build", *corrected.build_args]
-    line = subprocess.list2cmdline(argv) if os_name == "windows" else shlex.join(argv)
-    console.print(Text.assemble(("corrected: ", "bold"), line), soft_wrap=True)
+    if os_name != "windows":
+        console.print(Text.assemble(("corrected: ", "bold"), shlex.join(argv)), soft_wrap=True)
+    else:  # cmd and PowerShell quote differently (in PowerShell a bare ; ends the command)
+        cmd = " ".join(a if _WINDOWS_BARE.match(a) else f'"{a}"' for a in argv)
+        ps = " ".join(a if _WINDOWS_BARE.match(a) else ps_quote(a) for a in argv)
+        lines = [("corrected: ", cmd)] if cmd == ps else [
+            ("corrected (cmd): ", cmd), ("corrected (PowerShell): ", ps)
+        ]  # fmt: skip
+        for title, line in lines:
+            console.print(Text.assemble((title, "bold"), line), soft_wrap=True)
     sections = (("still needs:", "yellow", corrected.needs), ("left out:", "", corrected.dropped))
     for title, style, items in sections:
         if not items:

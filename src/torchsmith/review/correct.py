@@ -159,7 +159,17 @@ def correct(
 
 
 def _unquoted(value: str) -> str:
-    return value.strip().strip("\"'")
+    """The value without one pair of quotes around all of it (quotes inside are the value's)."""
+    text = value.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+# a shell variable in a value ($X, ${X}, %X%, $env:X): --set would pass its name, not its value
+_VARIABLE = re.compile(
+    r"\$env:(?P<ps>\w+)|\$\{?(?P<sh>[A-Za-z_]\w*)|%(?P<cmd>[A-Za-z_]\w*)%", re.IGNORECASE
+)
 
 
 def _why(items: list[LineFinding]) -> str:
@@ -395,7 +405,14 @@ def _other(setting: Setting, flagged: dict[str, list[LineFinding]], acc: _Acc) -
 
 
 def _set(setting: Setting, value: str, acc: _Acc) -> None:
-    if setting.key in _BUILD_OWNS:
+    variable = _VARIABLE.search(value)
+    if variable:
+        acc.drop(
+            setting,
+            f"it refers to the shell variable {next(v for v in variable.groups() if v)}, whose "
+            "name --set would pass as text: give its value with --set yourself",
+        )
+    elif setting.key in _BUILD_OWNS:
         acc.drop(setting, "torchsmith build sets it itself; --set would replace its value")
     elif not _SET_KEY.match(setting.key):
         acc.drop(
