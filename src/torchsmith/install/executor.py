@@ -146,6 +146,8 @@ def run_install(
         result.ledger_id = attempt
         ledger.update_result(attempt, _ledger_result(result))
         _install(result, sites, on_step)
+        # inside: a Ctrl-C before the success is recorded undoes the install
+        _succeeded(result, ledger, attempt, started)
     except KeyboardInterrupt:
         with _no_interrupt():
             _restore(result, "interrupted", created, top)
@@ -171,7 +173,6 @@ def run_install(
             _drop_report(result)
             ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
-    _succeeded(result, ledger, attempt, started)
     if options.verify and verifier is not None:
         _verify(result, verifier, attempt, on_step)
     return result
