@@ -300,6 +300,19 @@ def test_a_new_venv_goes_when_the_ledger_cannot_record_the_install(
     assert not snapshots.exists() or not any(snapshots.rglob("*.json"))
 
 
+def _fake_installer(site: Path) -> Any:
+    """An `_install` stand-in that installs one small distribution (fakepkg 1.0) into ``site``."""
+
+    def installed(result: Any, sites: tuple[str, ...], on_step: Any) -> None:
+        info = site / "fakepkg-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
+        (info / "RECORD").write_text("fakepkg-1.0.dist-info/METADATA,,\n")
+        result.after = package_set(read_dists(sites))
+
+    return installed
+
+
 def _saved_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
     plan = tmp_path / "plan.json"
     assert (
@@ -346,12 +359,7 @@ def test_ctrl_c_while_verifying_keeps_the_install_and_says_so(
     plan = _saved_plan(capsys, tmp_path)
     monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
 
-    def installed(result: Any, sites: tuple[str, ...], on_step: Any) -> None:
-        info = site / "fakepkg-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
-        (info / "RECORD").write_text("fakepkg-1.0.dist-info/METADATA,,\n")
-        result.after = package_set(read_dists(sites))
+    installed = _fake_installer(site)
 
     def verifier(_: str) -> Any:
         raise KeyboardInterrupt
@@ -422,12 +430,7 @@ def test_one_environment_is_one_target_however_its_path_is_spelled(
     plan = _saved_plan(capsys, tmp_path)
     monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
 
-    def installed(result: Any, sites: tuple[str, ...], on_step: Any) -> None:
-        info = site / "fakepkg-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
-        (info / "RECORD").write_text("fakepkg-1.0.dist-info/METADATA,,\n")
-        result.after = package_set(read_dists(sites))
+    installed = _fake_installer(site)
 
     monkeypatch.setattr(executor, "_install", installed)
     (tmp_path / "sd").mkdir()

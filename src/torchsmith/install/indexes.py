@@ -14,7 +14,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,6 +129,16 @@ def local_wheel(config: IndexConfig, name: str, version: str) -> str | None:
     ``version`` carries the local tag ("2.13.0+cpu"); only an exact match counts.
     """
     prefix = f"{name.replace('-', '_')}-{version}-"
+    for source, names in _local_listings(config, name):
+        if any(n.startswith(prefix) and n.endswith(".whl") for n in names):
+            return source
+    return None
+
+
+def _local_listings(config: IndexConfig, name: str) -> Iterator[tuple[str, list[str]]]:
+    """Each configured local source (find-links folders, file:// indexes) with the file names it
+    lists for ``name``: a find-links folder's own files and its ``name`` folder, an index's
+    ``name`` page."""
     for source in (
         config.find_links
         + config.extra_index_urls
@@ -139,10 +149,7 @@ def local_wheel(config: IndexConfig, name: str, version: str) -> str | None:
             continue
         candidates = [path, path / name] if source in config.find_links else [path / name]
         for folder in candidates:
-            names = _listing(folder)
-            if any(n.startswith(prefix) and n.endswith(".whl") for n in names):
-                return source
-    return None
+            yield source, _listing(folder)
 
 
 def local_versions(
@@ -162,26 +169,17 @@ def local_versions(
     pattern = re.compile(
         rf"^{re.escape(stem)}-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-[^-]+-(?P<plat>[^-]+)\.whl$"
     )
-    for source in (
-        config.find_links
-        + config.extra_index_urls
-        + ((config.index_url,) if config.index_url else ())
-    ):
-        path = _local_path(source)
-        if path is None:
-            continue
-        candidates = [path, path / name] if source in config.find_links else [path / name]
-        for folder in candidates:
-            for entry in _listing(folder):
-                hit = pattern.match(entry)
-                if hit is None:
-                    continue
-                version = hit["version"]
-                pys = hit["py"].split(".")
-                fits = python_tag is None or python_tag in pys or "py3" in pys
-                fits = fits and _platform_fits(hit["plat"], platform)
-                if fits and (version.partition("+")[2] or None) == tag:
-                    found.setdefault(version, source)
+    for source, names in _local_listings(config, name):
+        for entry in names:
+            hit = pattern.match(entry)
+            if hit is None:
+                continue
+            version = hit["version"]
+            pys = hit["py"].split(".")
+            fits = python_tag is None or python_tag in pys or "py3" in pys
+            fits = fits and _platform_fits(hit["plat"], platform)
+            if fits and (version.partition("+")[2] or None) == tag:
+                found.setdefault(version, source)
     return dict(sorted(found.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
 
 
