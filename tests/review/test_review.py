@@ -331,9 +331,11 @@ def test_corrected_configuration_is_accepted_by_build_dry_run(
     assert code == 0
     assert plan["config"]["arch_list"] == ["12.0"]
     errors = [f for f in plan["findings"] if f["severity"] == "error"]
-    # This dev machine's own cmake may be older than the tree asks for: a machine fact, not a
-    # configuration error. Nothing else may be an error.
-    assert [f for f in errors if f["category"] != "missing-build-dependency"] == []
+    # This machine's own cmake may be older than the tree asks for, and its disk or RAM smaller
+    # than a PyTorch build needs: machine facts, not configuration errors. Nothing else may be.
+    machine = [f for f in errors if f["category"] == "missing-build-dependency"]
+    machine += [f for f in errors if f["subject"] in ("disk", "RAM")]
+    assert [f for f in errors if f not in machine] == []
 
 
 def test_emit_writes_the_corrected_build_as_a_script(
