@@ -690,3 +690,15 @@ def test_a_windows_correction_is_written_for_cmd_and_powershell() -> None:
     plain = Console(record=True, width=200)
     _corrected(Corrected(build_args=(".", "--cc", "9.0")), "windows", plain)
     assert "corrected: torchsmith build . --cc 9.0" in plain.export_text()
+
+
+def test_a_windows_correction_quotes_powershells_comma() -> None:
+    """In PowerShell a bare a,b is an array, passed as two arguments: it is quoted."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from torchsmith.render.review import _corrected  # noqa: PLC0415
+    from torchsmith.review.correct import Corrected  # noqa: PLC0415
+
+    console = Console(record=True, width=200)
+    _corrected(Corrected(build_args=(".", "--set", "X=80,90")), "windows", console)
+    assert "corrected (PowerShell): torchsmith build . --set 'X=80,90'" in console.export_text()

@@ -61,8 +61,9 @@ def render_review(result: ReviewResult, console: Console) -> None:
         console.print(Text("never tried: " + line, style="yellow"))
 
 
-# a word that cmd and PowerShell both take as it is
-_WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=,@-]+$")
+# a word that cmd and PowerShell both take as it is (not , or @: PowerShell's array operator and
+# splatting sigil)
+_WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=-]+$")
 
 
 def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
