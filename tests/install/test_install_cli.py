@@ -504,15 +504,15 @@ def test_a_venv_over_system_site_packages_is_judged_by_its_own_folder(
             )  # fmt: skip
             return info, None
 
-        monkeypatch.setattr(executor, "probe_python_and_torch", probe)
-        executor._writable("venv")  # its own folder is writable: fine
-        executor._writable("system")  # outside an environment: one writable folder will do
+        executor._writable("venv", probe("venv")[0])  # its own folder is writable: fine
+        # outside an environment: one writable folder will do
+        executor._writable("system", probe("system")[0])
         if not _read_only(own):
             pytest.skip("cannot make a folder read-only here")
         with pytest.raises(InputError, match=f"cannot write to {own}"):
-            executor._writable("venv")
+            executor._writable("venv", probe("venv")[0])
         with pytest.raises(InputError, match="cannot write to"):
-            executor._writable("system")
+            executor._writable("system", probe("system")[0])
     finally:
         for folder in (base, own):
             subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)

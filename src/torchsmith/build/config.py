@@ -638,7 +638,7 @@ def _ninja(project: Project, probe: Probe, acc: _Acc) -> None:
     )
 
 
-_SET_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
+SET_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")  # the names --set takes (review corrects to them too)
 
 
 def _validated_sets(
@@ -646,7 +646,7 @@ def _validated_sets(
 ) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in options.sets:
-        if not _SET_KEY.match(key):
+        if not SET_KEY.match(key):
             raise UsageError(
                 f"--set {key}={value}: {key!r} is not a build switch name",
                 tip="use upper-case names such as USE_DISTRIBUTED=0",

@@ -59,23 +59,22 @@ def known_facts(
     config: BuildConfig, probe: Probe | None, preflight: Sequence[Finding] = ()
 ) -> Known:
     """What the build knows: its configuration, the probe of its target, preflight's findings."""
+    said = any(f.category == "cpu-only-torch" for f in preflight)
     return Known(
         config=config,
-        cpu_torch=cpu_only_torch(config, probe, preflight),
-        preflight_said=any(f.category == "cpu-only-torch" for f in preflight),
+        cpu_torch=_cpu_only_torch(config, probe, said=said),
+        preflight_said=said,
         toolkits=tuple(probe.cuda_toolkits) if probe is not None else (),
     )
 
 
-def cpu_only_torch(
-    config: BuildConfig, probe: Probe | None, preflight: Sequence[Finding] = ()
-) -> str | None:
+def _cpu_only_torch(config: BuildConfig, probe: Probe | None, *, said: bool) -> str | None:
     """ "torch 2.13.0+cpu" where an extension is built against a CPU build of torch (as
-    preflight's cpu-only-torch says); None otherwise (a CMake project needs no torch)."""
+    preflight's cpu-only-torch, ``said``, says); None otherwise (a CMake project needs no
+    torch)."""
     if config.project.kind not in EXTENSION_KINDS:
         return None
     torch = probe.torch if probe is not None else None
-    said = any(f.category == "cpu-only-torch" for f in preflight)
     if torch is not None and not torch.error and torch.cuda is None and torch.hip is None:
         return f"torch {torch.version}"
     return "the target torch" if said else None

@@ -482,10 +482,7 @@ def _expected(config: BuildConfig) -> dict[str, str]:
     for key, value in env.items():
         if key.startswith(("USE_", "BUILD_")):
             want[key] = value
-    for arg in config.cmake_args:
-        if arg.startswith("-D") and "=" in arg:
-            key, value = arg[2:].split("=", 1)
-            want[key.split(":")[0]] = value
+    want.update(_cmake_defines(config))
     if config.arch_list:
         want["TORCH_CUDA_ARCH_LIST"] = ";".join(config.arch_list)
     if config.cuda_home:
@@ -566,7 +563,7 @@ def _plain_cmake_cache(config: BuildConfig, tree: TreeFacts, cache: BuildCache) 
     """A plain CMake project is configured by every build with its -D values, which replace what
     the cache holds: those are no stale cache (a note says they change). What CMake keeps
     whatever the command line says (_KEPT_BY_CMAKE), and cached values no -D replaces, are."""
-    passed = _passed_keys(config)
+    passed = _cmake_defines(config)
     kept: list[str] = []
     replaced: list[str] = []
     for diff in _cmake_diffs(config, tree, cache):
@@ -605,15 +602,14 @@ def _plain_cmake_cache(config: BuildConfig, tree: TreeFacts, cache: BuildCache) 
     return out
 
 
-def _passed_keys(config: BuildConfig) -> set[str]:
-    """The cache keys the configure step sets with -D (as ``-DKEY=`` or ``-D KEY=``)."""
-    keys = set()
-    args = config.cmake_args
-    for i, arg in enumerate(args):
-        given = args[i + 1] if arg == "-D" and i + 1 < len(args) else arg.removeprefix("-D")
-        if (arg.startswith("-D") or arg == "-D") and "=" in given:
-            keys.add(given.split("=", 1)[0].split(":")[0])
-    return keys
+def _cmake_defines(config: BuildConfig) -> dict[str, str]:
+    """The cache values the configure step sets, from its ``-DKEY[:TYPE]=VALUE`` arguments."""
+    out = {}
+    for arg in config.cmake_args:
+        if arg.startswith("-D") and "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            out[key.split(":")[0]] = value
+    return out
 
 
 def _same_path(a: str, b: str, tree: TreeFacts) -> bool:

@@ -30,6 +30,7 @@ from torchsmith.install.model import InstallOptions, InstallResult, diff
 from torchsmith.install.report import first_error, pip_origins
 from torchsmith.ledger import Ledger
 from torchsmith.plan.model import Recommendation
+from torchsmith.probe.model import PythonInfo
 from torchsmith.probe.python_env import (
     child_env,
     probe_python_and_torch,
@@ -136,8 +137,8 @@ def run_install(
     result = prepare(rec, options)
     if options.dry_run:
         if len(result.steps) == 1:  # an existing target (no venv to make first)
-            _site_packages(result.python, f"--python {result.python}")
-            _writable(result.python)
+            python = result.python
+            _writable(python, _target_info(python, f"--python {python}"))
         return result
     sites, ledger, attempt, created, top = _begin(
         result, options, rec, ledger=ledger, on_step=on_step, argv=argv
@@ -307,13 +308,12 @@ def _drop_report(result: InstallResult) -> None:
         Path(argv[argv.index("--report") + 1]).unlink(missing_ok=True)
 
 
-def _writable(python: str) -> None:
+def _writable(python: str, info: PythonInfo) -> None:
     """InputError unless the installer can write where it installs: each site-packages folder
     inside the target's own environment (a venv made with --system-site-packages also lists the
     base interpreter's, which pip never writes to), or, for an interpreter outside any
     environment, one of its folders (pip falls back to the user's). Tried for real: permission
-    bits do not tell an immutable or read-only-mounted folder."""
-    info, _ = probe_python_and_torch(python)
+    bits do not tell an immutable or read-only-mounted folder. ``info``: the target's probe."""
     sites = info.site_packages
     prefix = info.env_prefix if info.env_kind in ("venv", "conda") else None
     own = tuple(s for s in sites if prefix and Path(s).is_relative_to(prefix))
@@ -342,8 +342,9 @@ def _record_environment(
     result: InstallResult, on_step: OnStep
 ) -> tuple[tuple[str, ...], snapshot.Snapshot]:
     """The target's site-packages, and a snapshot of them to put back."""
-    sites = _site_packages(result.python, f"--python {result.python}")
-    _writable(result.python)
+    info = _target_info(result.python, f"--python {result.python}")
+    _writable(result.python, info)
+    sites = info.site_packages
     on_step("recording the environment")
     return sites, snapshot.take(sites, uv_lock=_uv_lock(result))
 
@@ -360,10 +361,16 @@ def _uv_lock(result: InstallResult) -> Path | None:
 
 def _site_packages(python: str, said_as: str) -> tuple[str, ...]:
     """The interpreter's site-packages; InputError (named as ``said_as``) when it has none."""
+    return _target_info(python, said_as).site_packages
+
+
+def _target_info(python: str, said_as: str) -> PythonInfo:
+    """The interpreter probed; InputError (named as ``said_as``) when the probe failed or it
+    has no site-packages."""
     info, _ = probe_python_and_torch(python)
     if info.error or not info.site_packages:
         raise InputError(f"{said_as}: {info.error or 'no site-packages'}")
-    return info.site_packages
+    return info
 
 
 def _create_venv(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchsmith.build.config import SET_KEY
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.compat import (
     arch_list_tokens,
@@ -54,8 +55,6 @@ class Corrected:
     needs: tuple[str, ...] = ()  # what the command still lacks to run on the target
 
 
-# `--set KEY=VALUE`: the names build takes (build.config._SET_KEY).
-_SET_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _HOST_COMPILER_KEYS = (
     "CC",
     "CXX",
@@ -414,7 +413,7 @@ def _set(setting: Setting, value: str, acc: _Acc) -> None:
         )
     elif setting.key in _BUILD_OWNS:
         acc.drop(setting, "torchsmith build sets it itself; --set would replace its value")
-    elif not _SET_KEY.match(setting.key):
+    elif not SET_KEY.match(setting.key):
         acc.drop(
             setting, "torchsmith build's --set takes upper-case names that start with a letter"
         )
