@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,7 +202,7 @@ def restore(path: str | Path, *, exact: bool = False) -> dict[str, str]:
         if exact:
             before = _noted_dirs(data)
             _remove_added(sites, set(kept) | set(links), keep=before or set())
-            _remove_added_dirs(sites, data.get("site_dirs"))
+            _remove_added_dirs(sites, before)
             for folder in sorted(before or ()):  # an empty one of the user's the install had used
                 with contextlib.suppress(OSError):
                     folder.mkdir(parents=True, exist_ok=True)
@@ -242,20 +243,17 @@ def _dirs_under(sites: tuple[str, ...]) -> list[Path]:
     """Every folder under ``sites`` but __pycache__ (Python makes those on import), links to
     folders excluded (they are kept as links)."""
     found = []
-    for site in sites:
-        for dirpath, dirnames, _ in os.walk(site, followlinks=False):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            found += [Path(dirpath, d) for d in dirnames if not Path(dirpath, d).is_symlink()]
+    for dirpath, dirnames, _ in _walk(sites):
+        found += [Path(dirpath, d) for d in dirnames if not Path(dirpath, d).is_symlink()]
     return found
 
 
-def _remove_added_dirs(sites: tuple[str, ...], dirs: object) -> None:
-    """Remove the folders under ``sites`` that the snapshot did not see, deepest first, when
-    nothing but their __pycache__ is left in them (the files went already); a folder holding
-    anything else stays. Snapshots before folders were noted remove none."""
-    if not isinstance(dirs, list):
+def _remove_added_dirs(sites: tuple[str, ...], before: set[Path] | None) -> None:
+    """Remove the folders under ``sites`` not ``before`` (those the snapshot saw), deepest first,
+    when nothing but their __pycache__ is left in them (the files went already); a folder holding
+    anything else stays. Snapshots before folders were noted (None) remove none."""
+    if before is None:
         return
-    before = {Path(d) for d in dirs}
     for folder in sorted(_dirs_under(sites), key=lambda p: len(p.parts), reverse=True):
         if folder not in before:
             cache = folder / "__pycache__"  # all of it came with the folder (pip compiles)
@@ -265,13 +263,21 @@ def _remove_added_dirs(sites: tuple[str, ...], dirs: object) -> None:
                 folder.rmdir()  # only an empty one
 
 
-def _files_under(sites: tuple[str, ...]) -> list[Path]:
-    found = []
+def _walk(sites: tuple[str, ...]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk of each of ``sites``, links not followed, __pycache__ left out (Python makes
+    those on import)."""
     for site in sites:
         for dirpath, dirnames, filenames in os.walk(site, followlinks=False):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            found += [Path(dirpath, n) for n in filenames]
-            found += [Path(dirpath, d) for d in dirnames if Path(dirpath, d).is_symlink()]
+            yield dirpath, dirnames, filenames
+
+
+def _files_under(sites: tuple[str, ...]) -> list[Path]:
+    """Every file, and every link to a folder, under ``sites``."""
+    found = []
+    for dirpath, dirnames, filenames in _walk(sites):
+        found += [Path(dirpath, n) for n in filenames]
+        found += [Path(dirpath, d) for d in dirnames if Path(dirpath, d).is_symlink()]
     return found
 
 
