@@ -443,16 +443,19 @@ def _needs(name: str, rows: list[dict[str, str]]) -> int:
     return min(widest, max(_FOLDED_MIN, cell_len(name))) if name in _FOLDED else widest
 
 
-def list_columns(attempts: list[Attempt], width: int) -> tuple[dict[str, int], bool]:
-    """The columns that fit ``width`` (name -> the width it needs, in display order), and whether
-    started is in its short form. Every column at full length if they fit, then with the short
-    start time, then as many of the most useful ones as fit: the id first and always."""
+def list_columns(
+    attempts: list[Attempt], width: int
+) -> tuple[dict[str, int], list[dict[str, str]]]:
+    """The columns that fit ``width`` (name -> the width it needs, in display order), and the
+    rows' cells as they fit (started in its short form where needed). Every column at full
+    length if they fit, then with the short start time, then as many of the most useful ones as
+    fit: the id first and always."""
     rows: list[dict[str, str]] = []
     for short_time in (False, True):
         rows = [_list_row(a, short_time=short_time) for a in attempts]
         needs = {name: _needs(name, rows) for name in _LIST_COLUMNS}
         if sum(needs.values()) + _PADDING * len(needs) <= width:
-            return needs, short_time
+            return needs, rows
     kept: list[str] = ["id"]
     used = needs["id"] + _PADDING
     for name in _KEPT_FIRST[1:]:
@@ -460,23 +463,22 @@ def list_columns(attempts: list[Attempt], width: int) -> tuple[dict[str, int], b
         if used > width:
             break
         kept.append(name)
-    return {name: needs[name] for name in _LIST_COLUMNS if name in kept}, True
+    return {name: needs[name] for name in _LIST_COLUMNS if name in kept}, rows
 
 
 def render_list(attempts: Any, console: Console) -> None:
     if not attempts:
         console.print("no attempts recorded yet")
         return
-    columns, short_time = list_columns(list(attempts), console.width)
+    columns, rows = list_columns(list(attempts), console.width)
     table = Table(box=None, header_style="bold")
     for name, need in columns.items():
         if name in _FOLDED:
             table.add_column(name, overflow="fold", min_width=need)
         else:
             table.add_column(name, no_wrap=True, min_width=need)
-    for a in attempts:
+    for a, row in zip(attempts, rows, strict=True):
         assert isinstance(a, Attempt)
-        row = _list_row(a, short_time=short_time)
         cells = {name: escape(value) for name, value in row.items()}
         cells["status"] = _status(a.status)
         table.add_row(*(cells[name] for name in columns))
