@@ -26,7 +26,7 @@ def _summary(probe: Probe) -> Table:
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("")
     for label, value in _rows(probe):
-        table.add_row(label, value)
+        table.add_row(label, Text(value) if isinstance(value, str) else value)
     return table
 
 
@@ -170,5 +170,5 @@ def _findings(findings: tuple[Finding, ...]) -> Table:
         body = Text(f.message)
         body.append("\nfix: ", style="bold")
         body.append(f.fix)
-        table.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), f.category, body)
+        table.add_row(Text(f.severity, style=SEVERITY_STYLE[f.severity]), Text(f.category), body)
     return table

@@ -55,18 +55,22 @@ def render_inspect(report: InspectReport, console: Console, *, show_all: bool = 
 
 def _binary_table(binary: BinaryReport) -> Table:
     table = Table(
-        title=binary.path, title_justify="left", title_style="bold", show_edge=False, pad_edge=False
+        title=Text(binary.path),
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
     )
     table.add_column("code")
     table.add_column("arch")
     table.add_column("entries", justify="right")
     for kind, counts in (("SASS", binary.sass_counts), ("PTX", binary.ptx_counts)):
         for arch, count in counts.items():
-            table.add_row(kind, arch, str(count))
+            table.add_row(kind, Text(arch), str(count))
     for arch, count in binary.lto_counts.items():
-        table.add_row("LTO IR", arch, str(count))
+        table.add_row("LTO IR", Text(arch), str(count))
     for target, count in binary.gfx_counts.items():
-        table.add_row("AMDGPU", target, str(count))
+        table.add_row("AMDGPU", Text(target), str(count))
     return table
 
 

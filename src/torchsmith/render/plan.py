@@ -89,7 +89,7 @@ def _recommendation(rec: Recommendation, os_name: str, console: Console) -> None
         console.print("[bold red]no working install found[/bold red]")
     else:
         where = rec.index_url or ("PyPI" if rec.kind in ("wheel", "cpu") else None)
-        suffix = f" [dim]({where})[/dim]" if where else ""
+        suffix = f" [dim]({escape(where)})[/dim]" if where else ""
         console.print(f"[bold green]install {escape(_label(rec, os_name))}[/bold green]{suffix}")
     for reason in rec.reasons:
         console.print(f"  • {escape(reason)}")

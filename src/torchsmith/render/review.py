@@ -33,10 +33,10 @@ def render_review(result: ReviewResult, console: Console) -> None:
     for section in result.sections:
         title = f"section {section.index + 1}" + (f": {section.title}" if section.title else "")
         if len(result.sections) > 1:
-            console.rule(f"{title} (line {section.first_line}, {section.dialect})")
+            console.rule(Text(f"{title} (line {section.first_line}, {section.dialect})"))
         if section.changed_from_previous:
             console.print(
-                "changed from the attempt before: " + "; ".join(section.changed_from_previous)
+                Text("changed from the attempt before: " + "; ".join(section.changed_from_previous))
             )
         if not section.findings:
             console.print(Text("no problems found", style="green"))
@@ -51,7 +51,7 @@ def render_review(result: ReviewResult, console: Console) -> None:
                 table.add_row(
                     str(item.line) if item.line else "",
                     Text(f.severity, style=_STYLE.get(f.severity, "")),
-                    f.category,
+                    Text(f.category),
                     Text.assemble(f.message, "\n", ("fix: ", "bold"), f.fix),
                 )
             console.print(table)

@@ -25,7 +25,11 @@ def render_verify(report: VerifyReport, console: Console) -> None:
         mark, style = _MARK[check.passed]
         value = "" if check.value is None else _fmt(check.value)
         table.add_row(
-            Text(mark, style=style), check.name, value, f"{check.duration_s:.2f}s", check.detail
+            Text(mark, style=style),
+            Text(check.name),
+            Text(value),
+            f"{check.duration_s:.2f}s",
+            Text(check.detail),
         )
     console.print(table)
     for gpu in report.gpus:
