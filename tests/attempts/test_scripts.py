@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.build.configs import cmake_config, commit_all, copy_project
+from torchsmith import platforms
 from torchsmith.build.drivers import CPP_EXT_PARALLEL, parallel_extension_steps
 from torchsmith.build.model import BuildConfig, Project, Step
-from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, write_script
+from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, shell_command, write_script
 from torchsmith.errors import InputError, UsageError
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -140,6 +141,22 @@ def test_cmd_quoting() -> None:
             message = line.split("call :", 1)[1]
             message = message.split(" & exit")[0]
             assert not set(message) & set('&|<>^%"()'), line
+
+
+def test_a_fix_command_with_a_quoted_program_reads_in_cmd_and_in_powershell() -> None:
+    """A command in a fix (the wheel left in the tree, nvcc --version) starts with a path: cmd
+    runs a quoted one as it is; PowerShell needs `&` before it, which cmd refuses."""
+    python = "C:\\Program Files\\Python312\\python.exe"
+    with platforms.override("windows"):
+        assert shell_command(("C:\\py\\python.exe", "-m", "pip", "install", "a.whl")) == (
+            "C:\\py\\python.exe -m pip install a.whl"
+        )
+        assert shell_command((python, "-m", "pip", "install", "C:\\b d\\x.whl")) == (
+            f'"{python}" -m pip install "C:\\b d\\x.whl" (in PowerShell: '
+            f"& '{python}' -m pip install 'C:\\b d\\x.whl')"
+        )
+    with platforms.override("linux"):
+        assert shell_command(("/o p/python", "-m", "pip")) == "'/o p/python' -m pip"
 
 
 def test_bad_env_name_refused() -> None:

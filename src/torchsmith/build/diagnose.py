@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from torchsmith.build.config import EXTENSION_KINDS
 from torchsmith.build.model import BuildConfig
 from torchsmith.build.preflight import cpu_torch_fix
-from torchsmith.build.scripts import shell_word
+from torchsmith.build.scripts import shell_command
 from torchsmith.explain import Diagnosis
 from torchsmith.probe.model import CudaToolkitInfo, Finding, Probe
 
@@ -132,9 +132,10 @@ def _toolkit(d: Diagnosis, known: Known) -> Diagnosis:
         nvcc = config.cuda_home.rstrip("/\\") + "/bin/nvcc"
         fix = (
             f"this build already exports CUDA_HOME={config.cuda_home} (CUDA "
-            f"{config.cuda_version or '?'}) to every step: check that {shell_word(nvcc)} "
-            "--version runs, and that the setup does not replace the environment (sudo, env -i, "
-            "a build isolation that drops it); torchsmith build --dry-run lists what it exports"
+            f"{config.cuda_version or '?'}) to every step: check that "
+            f"{shell_command((nvcc, '--version'))} runs, and that the setup does not replace the "
+            "environment (sudo, env -i, a build isolation that drops it); torchsmith build "
+            "--dry-run lists what it exports"
         )
     else:
         usable = [t for t in known.toolkits if t.nvcc]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from torchsmith.build.diagnose import Known, known_facts, reconcile
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.build.preflight import cpu_torch_fix
-from torchsmith.build.scripts import shell_word
+from torchsmith.build.scripts import shell_command
 from torchsmith.errors import InputError, TorchsmithError
 from torchsmith.explain import Diagnosis, explain_files
 from torchsmith.knowledge.compat import entry_sm
@@ -375,7 +375,7 @@ def install_outcome(undo: InstallGuard, config: BuildConfig, result: BuildResult
     why = {"interrupted": "it was interrupted", "blocked": "it was blocked"}.get(
         result.status, "its arch check failed" if _all_ran(config, result) else "it failed"
     )
-    keep = f"{shell_word(python)} -m pip install {shell_word(wheel)}" if wheel else ""
+    keep = shell_command((python, "-m", "pip", "install", wheel)) if wheel else ""
     note = (
         f"{what}, which this build had installed into {python}, was removed again because "
         f"{why}: site-packages is as it was before the build"

@@ -58,6 +58,23 @@ def shell_word(value: str) -> str:
     return shlex.quote(value)
 
 
+def shell_command(argv: Iterable[str]) -> str:
+    """``argv`` as one command for this machine's shell, in a fix someone copies. On Windows a
+    quoted program runs in cmd as it is, while PowerShell reads a quoted first word as a string
+    and needs its call operator ``&``, which cmd refuses: both lines are given then."""
+    words = list(argv)
+    line = " ".join(shell_word(w) for w in words)
+    if platforms.current_os() != "windows" or not line.startswith('"'):
+        return line
+    ps = " ".join(w if WINDOWS_BARE.match(w) else ps_quote(w) for w in words)
+    return f"{line} (in PowerShell: & {ps})"
+
+
+# a word that cmd and PowerShell both take as it is (not , or @: PowerShell's array operator and
+# splatting sigil)
+WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=-]+$")
+
+
 def _check_names(config: BuildConfig) -> None:
     names = list(config.env)
     for step in config.steps:

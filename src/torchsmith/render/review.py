@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from torchsmith.build.scripts import ps_quote
+from torchsmith.build.scripts import WINDOWS_BARE, ps_quote
 from torchsmith.review import ReviewResult
 from torchsmith.review.correct import Corrected
 
@@ -61,11 +60,6 @@ def render_review(result: ReviewResult, console: Console) -> None:
         console.print(Text("never tried: " + line, style="yellow"))
 
 
-# a word that cmd and PowerShell both take as it is (not , or @: PowerShell's array operator and
-# splatting sigil)
-_WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=-]+$")
-
-
 def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     """The command quoted for the target's shell, then what it still needs and each setting it
     leaves out, with why."""
@@ -73,8 +67,8 @@ def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     if os_name != "windows":
         console.print(Text.assemble(("corrected: ", "bold"), shlex.join(argv)), soft_wrap=True)
     else:  # cmd and PowerShell quote differently (in PowerShell a bare ; ends the command)
-        cmd = " ".join(a if _WINDOWS_BARE.match(a) else f'"{a}"' for a in argv)
-        ps = " ".join(a if _WINDOWS_BARE.match(a) else ps_quote(a) for a in argv)
+        cmd = " ".join(a if WINDOWS_BARE.match(a) else f'"{a}"' for a in argv)
+        ps = " ".join(a if WINDOWS_BARE.match(a) else ps_quote(a) for a in argv)
         lines = [("corrected: ", cmd)] if cmd == ps else [
             ("corrected (cmd): ", cmd), ("corrected (PowerShell): ", ps)
         ]  # fmt: skip
