@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -375,6 +376,40 @@ def test_ctrl_c_while_verifying_keeps_the_install_and_says_so(
     assert f"interrupted while verifying: install #{latest.id} stays" in said
     assert f"install --rollback {latest.id} undoes it" in said
     assert "fakepkg" in package_set(read_dists((str(site),)))
+
+
+def test_ctrl_c_while_the_success_is_recorded_is_held_then_stops_before_verify(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C (a real SIGINT) while the success is written to the ledger was ignored, and
+    verify ran on; it is held until the record is written, then stops with the install kept."""
+    venv = fresh_venv(tmp_path / "venv")
+    site = next(venv.glob("lib/python3*/site-packages"))
+    plan = _saved_plan(capsys, tmp_path)
+    monkeypatch.setenv("TORCHSMITH_LEDGER", str(tmp_path / "ledger.db"))
+    prune = executor.prune_snapshots
+    verified: list[str] = []
+
+    def pressed(*args: Any) -> Any:  # inside the held block, between record and prune
+        os.kill(os.getpid(), signal.SIGINT)
+        return prune(*args)
+
+    monkeypatch.setattr(executor, "_install", _fake_installer(site))
+    monkeypatch.setattr(executor, "prune_snapshots", pressed)
+    monkeypatch.setattr(executor, "default_verifier", lambda: verified.append)
+    code = main(["install", "--venv", str(venv), "--plan", str(plan)])
+    assert code == 130
+    said = capsys.readouterr().err
+    latest = Ledger().latest(kind="install")
+    assert latest is not None
+    assert latest.status == "succeeded"
+    assert "Ctrl-C is held until the environment and its record are in order" in said
+    assert f"interrupted after the install was recorded: install #{latest.id} stays" in said
+    assert not verified
+    assert "fakepkg" in package_set(read_dists((str(site),)))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _read_only(folder: Path) -> bool:

@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -148,7 +149,7 @@ def run_install(
         ledger.update_result(attempt, _ledger_result(result))
         _install(result, sites, on_step)
         # inside: a Ctrl-C before the success is recorded undoes the install
-        _succeeded(result, ledger, attempt, started)
+        pressed = _succeeded(result, ledger, attempt, started)
     except KeyboardInterrupt:
         with _no_interrupt():
             _restore(result, "interrupted", created, top)
@@ -174,6 +175,8 @@ def run_install(
             _drop_report(result)
             ledger.finish(attempt, status="failed", exit_code=70, result=_ledger_result(result))
         raise
+    if pressed:  # Ctrl-C while the success was recorded: the install stays, verify does not run
+        raise InstallInterrupted(_kept(result, attempt, "after the install was recorded"))
     if options.verify and verifier is not None:
         _verify(result, verifier, attempt, on_step)
     return result
@@ -233,10 +236,12 @@ def _begin(
     return sites, ledger, attempt, created, top
 
 
-def _succeeded(result: InstallResult, ledger: Ledger, attempt: int, started: float) -> None:
+def _succeeded(result: InstallResult, ledger: Ledger, attempt: int, started: float) -> bool:
+    """Record the install as succeeded; whether Ctrl-C was pressed meanwhile (held until the
+    record was written)."""
     result.status = "succeeded"
     result.duration_s = round(time.monotonic() - started, 2)
-    with _no_interrupt():  # the install is done: its record must say so
+    with _no_interrupt() as held:  # the install is done: its record must say so
         ledger.finish(
             attempt, status="succeeded", exit_code=0, duration_s=result.duration_s,
             diagnoses=result.findings, archs=result.archs, result=_ledger_result(result),
@@ -247,6 +252,7 @@ def _succeeded(result: InstallResult, ledger: Ledger, attempt: int, started: flo
             f"removed the snapshots of {len(pruned)} older install(s) into this environment "
             f"(#{', #'.join(map(str, pruned))}): the last {KEEP_SNAPSHOTS} can be rolled back"
         )
+    return held.pressed
 
 
 def _verify(result: InstallResult, verifier: Verifier, attempt: int, on_step: OnStep) -> None:
@@ -255,11 +261,16 @@ def _verify(result: InstallResult, verifier: Verifier, attempt: int, on_step: On
     try:
         result.verify = verifier(result.python)
     except KeyboardInterrupt:
-        raise InstallInterrupted(
-            f"interrupted while verifying: install #{attempt} stays in {result.python} "
-            f"(torchsmith verify --python {shlex.quote(result.python)} checks it; "
-            f"torchsmith install --rollback {attempt} undoes it)"
-        ) from None
+        raise InstallInterrupted(_kept(result, attempt, "while verifying")) from None
+
+
+def _kept(result: InstallResult, attempt: int, when: str) -> str:
+    """What Ctrl-C after a recorded install left: the install, and how to check or undo it."""
+    return (
+        f"interrupted {when}: install #{attempt} stays in {result.python} "
+        f"(torchsmith verify --python {shlex.quote(result.python)} checks it; "
+        f"torchsmith install --rollback {attempt} undoes it)"
+    )
 
 
 class InstallInterrupted(KeyboardInterrupt):
@@ -287,18 +298,35 @@ def _undone(result: InstallResult, attempt: int, status: str, created: Path | No
     )
 
 
+@dataclass
+class _Held:
+    pressed: bool = False
+
+
 @contextlib.contextmanager
-def _no_interrupt() -> Iterator[None]:
-    """Hold off a second Ctrl-C while the environment is put back and the ledger written: a
-    restore cut half-way would leave the environment neither as it was nor as installed."""
+def _no_interrupt() -> Iterator[_Held]:
+    """Hold Ctrl-C while the environment is put back and the ledger written: a restore cut
+    half-way would leave the environment neither as it was nor as installed. A press is noted
+    (``pressed``, for the caller to act on after) and answered with one line on stderr."""
+    held = _Held()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield held
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def note(_signum: int, _frame: object) -> None:
+        if not held.pressed:
+            sys.stderr.write(_HOLDING)
+            sys.stderr.flush()
+        held.pressed = True
+
+    previous = signal.signal(signal.SIGINT, note)
     try:
-        yield
+        yield held
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+_HOLDING = "torchsmith: Ctrl-C is held until the environment and its record are in order\n"
 
 
 def _drop_report(result: InstallResult) -> None:
