@@ -77,6 +77,23 @@ def test_corrupt_file_is_reported_and_never_overwritten(tmp_path: Path) -> None:
     assert path.read_bytes() == garbage
 
 
+def test_each_unusable_ledger_gets_the_tip_that_fits(tmp_path: Path) -> None:
+    """audit: a ledger whose folder could not be made was told to 'move the file aside'."""
+    garbage = tmp_path / "ledger.sqlite3"
+    garbage.write_bytes(b"this is not a database\x00" * 100)
+    with pytest.raises(LedgerError) as not_one:
+        Ledger(garbage).list()
+    assert "move the file aside" in (not_one.value.tip or "")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(LedgerError) as no_folder:
+        Ledger(blocker / "sub" / "ledger.sqlite3").start("build", config={}, command=(), tree="/t")
+    assert "its folder cannot be made" in no_folder.value.message
+    tip = no_folder.value.tip or ""
+    assert "move the file aside" not in tip
+    assert "to a file in a folder you can write" in tip
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     conn = sqlite3.connect(path)

@@ -240,17 +240,23 @@ class Ledger:
         return conn
 
     def _unusable(self, exc: BaseException) -> LedgerError:
-        return LedgerError(
-            f"the ledger {self.path} cannot be used: {exc}",
-            tip=f"move the file aside (torchsmith never overwrites it) or set {ENV_VAR} "
-            "to another path",
-        )
+        """Why the ledger cannot be used, with the tip that fits: a file that is there but is
+        no ledger is moved aside; one that cannot be made or written is a question of rights."""
+        elsewhere = f"set {ENV_VAR} to a file in a folder you can write"
+        if not self.path.exists():
+            tip = f"{elsewhere} (the ledger is made there on first use)"
+        elif self.path.is_file() and not self._writable():
+            tip = f"let this user write {self.path} and its folder, or {elsewhere}"
+        else:
+            tip = f"move the file aside (torchsmith never overwrites it) or {elsewhere}"
+        return LedgerError(f"the ledger {self.path} cannot be used: {exc}", tip=tip)
 
     def _open_and_migrate(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise self._unusable(exc) from exc
+            why = exc.strerror or str(exc)
+            raise self._unusable(OSError(f"its folder cannot be made ({why})")) from exc
         if self.path.exists() and not self.path.is_file():
             raise self._unusable(IsADirectoryError("not a regular file"))
         conn = self._raw_connect()
