@@ -390,6 +390,26 @@ def test_runs_built_cubin() -> None:
     assert not runs_built_cubin("12.1", "x")
 
 
+def test_builds_go_together() -> None:
+    from torchsmith.explain.derive import builds_go_together  # noqa: PLC0415
+
+    assert builds_go_together("cu126", "cu121")  # torchvision checks the CUDA major only
+    assert builds_go_together("rocm6.2", "rocm6.2.4")
+    assert not builds_go_together("cpu", "cu126")
+    assert not builds_go_together("cu118", "cu126")
+    assert not builds_go_together("cu92", "cu102")
+    assert not builds_go_together("rocm7.9.0rc20250923", "rocm7.0.0rc20250903")
+
+
+def test_a_package_list_of_one_build_is_no_companion_mismatch() -> None:
+    """A list whose companions share torch's build says nothing; one of another build does."""
+    same = "torch==2.6.0+cu126\ntorchaudio==2.6.0+cu126\ntorchvision==0.21.0+cu124\n"
+    other = "torch                2.6.0+cpu\ntorchaudio           2.6.0+cu126\n"
+    rule = "install.companion-listed-for-other-build"
+    assert rule not in [d.rule for d in explain_text(same).diagnoses]
+    assert [d.rule for d in explain_text(other).diagnoses] == [rule]
+
+
 def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
     log = (
         "node1:123:456 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"

@@ -76,8 +76,30 @@ def runs_built_cubin(gpu_cc: str, built_cc: str) -> bool:
     return gpu.group(1) == built.group(1) and int(gpu.group(2)) >= int(built.group(2))
 
 
+_BUILD = re.compile(r"(cpu|xpu|cu|rocm)(\d+(?:\.\d+)?)?")
+
+
+def builds_go_together(torch_tag: str, companion_tag: str) -> bool:
+    """Whether a companion wheel of local tag ``companion_tag`` (cu126, cpu, rocm6.2) loads with a
+    torch of ``torch_tag``: the same kind of build, and for CUDA the same major version (torchvision
+    and torchaudio refuse another CUDA major at import), for ROCm the same X.Y."""
+    a, b = _BUILD.match(torch_tag), _BUILD.match(companion_tag)
+    if a is None or b is None:
+        return True  # not a build tag this knows: nothing to say against it
+    if a.group(1) != b.group(1):
+        return False
+    if a.group(1) == "cu":
+        return (a.group(2) or "")[:-1] == (b.group(2) or "")[:-1]
+    if a.group(1) == "rocm":
+        return a.group(2) == b.group(2)
+    return True
+
+
 # name -> (number of fields it reads, the test)
-CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {"runs_built_cubin": (2, runs_built_cubin)}
+CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {
+    "runs_built_cubin": (2, runs_built_cubin),
+    "builds_go_together": (2, builds_go_together),
+}
 
 
 def vetoed(unless: tuple[tuple[str, tuple[str, ...]], ...], values: Mapping[str, str]) -> bool:
