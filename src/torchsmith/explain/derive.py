@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
+
+from torchsmith.errors import KnowledgeError
+from torchsmith.knowledge.model import minor_of
 
 _DIGITS = re.compile(r"(\d+)")
 _ARCH = re.compile(r"(\d+)[a-z]?")  # "compute_90a": "90a", else "90"
@@ -95,10 +99,34 @@ def builds_go_together(torch_tag: str, companion_tag: str) -> bool:
     return True
 
 
+def release_has_variant(version: str, variant: str) -> bool:
+    """Whether torch ``version`` was published as ``variant`` wheels (cu124, rocm6.1), by the
+    knowledge base's wheel list for its minor release; a release or list it does not know says
+    nothing against it (True)."""
+    variants = _release_variants(minor_of(version))
+    return variants is None or variant.lower() in variants
+
+
+@lru_cache(maxsize=64)
+def _release_variants(minor: str) -> frozenset[str] | None:
+    from torchsmith.knowledge import load_knowledge  # noqa: PLC0415 - large, only when asked
+
+    try:
+        kb = load_knowledge()
+    except KnowledgeError:
+        return None
+    if kb.torch_release(minor) is None:
+        return None
+    platforms = (("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64"))
+    found = {w.variant.lower() for os, arch in platforms for w in kb.wheels_for(minor, os, arch)}
+    return frozenset(found) or None
+
+
 # name -> (number of fields it reads, the test)
 CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {
     "runs_built_cubin": (2, runs_built_cubin),
     "builds_go_together": (2, builds_go_together),
+    "release_has_variant": (2, release_has_variant),
 }
 
 
