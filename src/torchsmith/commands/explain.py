@@ -38,6 +38,11 @@ def explain(files: tuple[str, ...], probe_file: str | None, here: bool, as_json:
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("no log given", tip="pass a log file, or '-' to read standard input")
         names = ["-"]
+    if names.count("-") > 1:  # the second read would find it empty and say so, wrongly
+        raise UsageError(
+            "- is given more than once: standard input can be read only once",
+            tip="pass - once, and the other logs as files",
+        )
     probe, where = None, ""
     if probe_file:
         probe, where = load_probe_file(probe_file), f"probe file {probe_file}"

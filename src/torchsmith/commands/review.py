@@ -21,6 +21,7 @@ from torchsmith.commands.common import (
 from torchsmith.errors import InputError, UsageError
 
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+MAX_RAM_GIB = 2**20  # a PiB: more is a typo, and past ~1e298 the byte count overflows
 
 
 @click.command()
@@ -93,8 +94,16 @@ def review(  # noqa: PLR0917 (click passes options positionally)
         plan=plan,
         tree=str(tree) if tree is not None else None,
     )
-    emit("review", result, as_json=as_json, render=render_review)
-    if emit_shell is not None and tree is not None:
+    if emit_shell is None or tree is None:
+        emit("review", result, as_json=as_json, render=render_review)
+    elif as_json:  # the script first: a failure to write it must be the one JSON document
+        _emit_corrected(result, tree, probe_file, emit_shell, output)
+        emit("review", result, as_json=True, render=render_review)
+    else:  # with the script on stdout, the view goes to stderr, so `> build.sh` runs
+        from rich.console import Console  # noqa: PLC0415 (keeps --json start-up free of Rich)
+
+        view = Console(stderr=output is None, soft_wrap=False, highlight=False)
+        render_review(result, view)
         _emit_corrected(result, tree, probe_file, emit_shell, output)
     if result.errors:
         ctx.exit(1)
@@ -142,27 +151,25 @@ def _emit_corrected(
     text = write_script(config, shell, output)  # type: ignore[arg-type]
     if output is None:
         click.echo(text, nl=False)
+    else:  # as build --emit says it: the script is not on the screen
+        click.echo(f"wrote {output} ({shell})", err=True)
 
 
 def read_script(file: str) -> tuple[str, str]:
     """The script's text (UTF-8 or UTF-16, BOM or not), bounded; one clear line otherwise."""
     from torchsmith.explain.reader import sniff_encoding  # noqa: PLC0415
+    from torchsmith.util.inputs import open_input, os_error  # noqa: PLC0415
 
     if file == "-":
         data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
         name = "<stdin>"
-    else:
-        path = Path(file)
+    else:  # open_input says which of missing, a directory, a FIFO or unreadable it is
         name = file
-        try:
-            if not path.is_file():
-                raise InputError(
-                    f"{file} is not a file", tip="pass a build script, or - for standard input"
-                )
-            with path.open("rb") as handle:
+        with open_input(file, what="") as handle:
+            try:
                 data = handle.read(MAX_SCRIPT_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"cannot read {file}: {exc.strerror or exc}") from exc
+            except OSError as exc:
+                raise os_error(file, exc, what="") from None
     if len(data) > MAX_SCRIPT_BYTES:
         raise InputError(
             f"{name} is larger than {MAX_SCRIPT_BYTES // 2**20} MB: not a build script"
@@ -177,8 +184,8 @@ def read_script(file: str) -> tuple[str, str]:
 
 def _ram_bytes(ram_gib: float | None, probe_file: Path | None, origin: str) -> int | None:
     if ram_gib is not None:
-        if ram_gib <= 0:
-            raise UsageError("--ram must be a positive number of GiB")
+        if not (0 < ram_gib <= MAX_RAM_GIB):  # also nan and inf, which no byte count holds
+            raise UsageError(f"--ram must be a positive number of GiB, at most {MAX_RAM_GIB}")
         return int(ram_gib * 2**30)
     if probe_file is not None:
         from torchsmith.probe.io import load_probe  # noqa: PLC0415

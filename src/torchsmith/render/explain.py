@@ -71,8 +71,13 @@ _RUN_AGAIN = (
 
 
 def _cut_note(name: str, line: int) -> str:
-    where = "standard input" if name == "-" else name
+    where = _shown(name)
     return f"{where} ends inside a Python traceback at line {line}, before its exception line"
+
+
+def _shown(name: str) -> str:
+    """A log's name as people read it: "-" is what they typed for standard input, not a name."""
+    return "standard input" if name == "-" else name
 
 
 def how_sure(basis: Basis, record: TrackRecord | None, context: str | None) -> str:
@@ -92,7 +97,8 @@ def how_sure(basis: Basis, record: TrackRecord | None, context: str | None) -> s
 
 def _render_one(number: int, d: Diagnosis, console: Console) -> None:
     style = "dim" if d.symptom else _STYLE.get(d.severity, "bold")
-    where = (d.file or "") if d.line == 0 else f"{d.file}:{d.line}" if d.file else f"line {d.line}"
+    file = _shown(d.file) if d.file else None
+    where = (file or "") if d.line == 0 else f"{file}:{d.line}" if file else f"line {d.line}"
     repeats = f", {d.count} times" if d.count > 1 else ""
     console.print(
         f"[{style}]{number}. {escape(d.title)}[/{style}]  "

@@ -233,6 +233,55 @@ def check_archs(
                 )
 
 
+# one entry of an arch list, as TORCH_CUDA_ARCH_LIST (8.6, 9.0a, 8.9+PTX) or CMake (86, 90-real)
+# writes it
+_ARCH_WORD = re.compile(r"(?i)^(?:\d{1,2}\.\d[af]?(?:\+PTX)?|\d{2,3}[af]?(?:-real|-virtual)?)$")
+
+
+def check_unquoted_list(
+    config: ExtractedConfig, target: Target, kb: Knowledge, switches: BuildSwitches
+) -> Iterator[LineFinding]:
+    """In bash and PowerShell an unquoted ``;`` ends the statement: ``export
+    TORCH_CUDA_ARCH_LIST=8.6;8.9`` sets 8.6, then bash runs ``8.9`` as a command, which fails
+    (and stops a ``set -e`` script), or PowerShell prints it; the build gets the first entry."""
+    if config.dialect == "cmd":  # cmd does not split on ;
+        return
+    keys = (*ARCH_KEYS, *CMAKE_ARCH_KEYS)
+    cut: dict[Setting, list[str]] = {}  # the setting the ; ended -> the entries run as commands
+    for command in config.commands:
+        if command.tool != "other" or not _ARCH_WORD.match(command.argv[0]):
+            continue
+        last = max(command.line, command.end_line)
+        before = [s for s in config.settings if s.key in keys and command.line <= s.line <= last]
+        if before:
+            cut.setdefault(before[-1], []).append(command.argv[0])
+    for setting, lost in cut.items():
+        whole = ";".join([setting.value, *lost])
+        if setting.via != "env":
+            fix = f'quote the whole argument: "-D{setting.key}={whole}"'
+        elif config.dialect == "powershell":
+            fix = f'quote the whole list: $env:{setting.key} = "{whole}"'
+        else:
+            fix = f'quote the whole list: {setting.key}="{whole}"'
+        words = " and ".join(lost)
+        many = len(lost) > 1
+        rest = (
+            f"PowerShell prints {words} as {'values' if many else 'a value'}"
+            if config.dialect == "powershell"
+            else f"bash runs {words} as {'commands' if many else 'a command'} ('command not found')"
+        )
+        yield _at(
+            setting.line,
+            config,
+            setting.key,
+            "other",
+            "error",
+            f"the unquoted ; ends the statement at {setting.key}={setting.value}: the build gets "
+            f"{setting.value} only, and {rest}",
+            fix,
+        )
+
+
 def _cmake_refuses(
     setting: Setting, config: ExtractedConfig, target: Target, kb: Knowledge, names: list[str]
 ) -> Iterator[LineFinding]:
@@ -657,6 +706,7 @@ def check_platform(
 CHECKS: tuple[Check, ...] = (
     check_platform,
     check_cmd_quotes,
+    check_unquoted_list,
     check_archs,
     check_toolkit,
     check_host_compiler_flags,

@@ -131,6 +131,8 @@ def correct(
             "debug build takes --profile debug (one profile at a time)"
         )
     profile = "debug" if acc.debug else "portable" if acc.ptx else "fast"
+    if tree is None:
+        _needs_checkout(config, acc)
     args = [tree or "."]
     for cc in acc.ccs:
         args += ["--cc", cc]
@@ -306,6 +308,79 @@ def _cuda_off_with_archs(
             setting = config.effective().get(key)
             if setting is not None:
                 acc.drop(setting, f"{_why(said)}; the target has no NVIDIA GPU")
+
+
+# -- what is built ------------------------------------------------------------------------------
+# pip install options that take a value (the value is no requirement)
+_PIP_VALUED = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
+    "--find-links", "-t", "--target", "--prefix", "--root", "--src", "-C", "--config-settings",
+    "--global-option", "--build-option", "--install-option", "--upgrade-strategy", "--python",
+    "--platform", "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary",
+    "--progress-bar", "--log", "--cache-dir", "--cert", "--client-cert", "--proxy", "--timeout",
+    "--retries", "--exists-action", "--trusted-host", "--report",
+})  # fmt: skip
+# what build scripts pip-install beside the build (torch itself, build tools): wheels, not the
+# project they build
+_NOT_BUILT = frozenset({
+    "torch", "torchvision", "torchaudio", "ninja", "cmake", "packaging", "wheel", "setuptools",
+    "pip", "numpy", "psutil", "pybind11", "scikit-build", "scikit-build-core", "einops",
+})  # fmt: skip
+
+
+def _index_requirements(argv: tuple[str, ...]) -> tuple[list[str], bool]:
+    """The requirements a ``pip install`` line fetches from an index or a URL (flash-attn==2.6.3,
+    git+https://...), and whether it also names a local path (., ./ext, -e .)."""
+    if "install" not in argv:
+        return [], False
+    remote: list[str] = []
+    local = False
+    words = argv[argv.index("install") + 1 :]
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _PIP_VALUED:
+            i += 2
+            continue
+        if word in ("-e", "--editable") and i + 1 < len(words):
+            word = words[i + 1]
+            i += 1
+        if word.startswith("-"):
+            pass
+        elif re.match(r"^(?:git\+|[\w+.-]+://)", word):
+            remote.append(word)
+        elif word.startswith((".", "/", "~")) or re.search(r"[\\/]", word):
+            local = True
+        elif _project(word) not in _NOT_BUILT:
+            remote.append(word)
+        i += 1
+    return remote, local
+
+
+def _project(requirement: str) -> str:
+    """The normalized project name of a requirement: "Flash_Attn>=2" -> "flash-attn"."""
+    return re.split(r"[^A-Za-z0-9._-]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _needs_checkout(config: ExtractedConfig, acc: _Acc) -> None:
+    """A script whose build is ``pip install flash-attn==2.6.3`` builds what pip downloads;
+    torchsmith build builds a source tree, and the command's ``.`` is only that tree where it
+    is run from a checkout of it."""
+    if any(c.tool in ("setup.py", "cmake", "cmake-build") for c in config.commands):
+        return
+    remote: list[str] = []
+    for command in config.commands:
+        if command.tool == "pip":
+            names, local = _index_requirements(command.argv)
+            if local:
+                return
+            remote += names
+    if remote:
+        acc.needs.append(
+            f"a source checkout of {' '.join(remote)}: the script has pip download and build "
+            "it, and torchsmith build builds a source tree, so run the command in that "
+            "checkout (or name its folder instead of .)"
+        )
 
 
 # -- jobs and profile ---------------------------------------------------------------------------

@@ -32,6 +32,7 @@ class BuildCommand:
     tool: Tool
     argv: tuple[str, ...]
     line: int
+    end_line: int = 0  # the last physical line of the logical line it is on
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def extract(section: Section) -> ExtractedConfig:
     base = len(events)
     for order, command in enumerate(section.commands, start=base):
         tool, settings = _classify(command)
-        events.append((command.line, order, BuildCommand(tool, command.argv, command.line)))
+        built = BuildCommand(tool, command.argv, command.line, command.end_line)
+        events.append((command.line, order, built))
         for setting in settings:
             needle = setting.key if setting.via == "cmake-define" else setting.value
             line = section.line_of(needle, command.line, command.end_line)

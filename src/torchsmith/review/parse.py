@@ -120,13 +120,23 @@ def dialect_from_info(info: str) -> Dialect | None:
 
 # -- logical lines -----------------------------------------------------------------------------
 def logical_lines(text: str, dialect: Dialect, first_line: int = 1) -> list[tuple[int, int, str]]:
-    """Join continuation lines; drop comments and blank lines. Returns (first, last, text)."""
+    """Join continuation lines; drop comments and blank lines. Returns (first, last, text).
+
+    The body of a bash here-document (``cat > f <<EOF`` ... ``EOF``) is data for a command, not
+    lines the shell runs: it is dropped, so an ``export`` written into a file sets nothing here.
+    """
     out: list[tuple[int, int, str]] = []
     pending: list[str] = []
+    heredocs: list[tuple[str, bool]] = []  # (terminator, leading tabs stripped) still open
     start = first_line
     marker = {"cmd": "^", "powershell": "`", "bash": "\\"}[dialect]
     for offset, physical in enumerate(text.splitlines()):
         number = first_line + offset
+        if heredocs and not pending:
+            word, tabs = heredocs[0]
+            if (physical.rstrip("\r").lstrip("\t") if tabs else physical.rstrip("\r")) == word:
+                heredocs.pop(0)
+            continue
         line = _PROMPT.sub("", physical.rstrip("\r\n").rstrip(), count=1)
         if not pending:
             start = number
@@ -140,10 +150,52 @@ def logical_lines(text: str, dialect: Dialect, first_line: int = 1) -> list[tupl
         pending = []
         if joined:
             out.append((start, number, joined))
+            if dialect == "bash":
+                heredocs += _heredocs(joined)
     if pending:
         joined = " ".join(part.strip() for part in pending).strip()
         if joined:
             out.append((start, first_line + len(text.splitlines()) - 1, joined))
+    return out
+
+
+_HEREDOC = re.compile(r"""<<(-?)[ \t]*(?:'([^']*)'|"([^"]*)"|\\?([^\s'"<>|&;()]+))""")
+
+
+def _heredocs(line: str) -> list[tuple[str, bool]]:
+    """The here-documents a bash line opens (``<<EOF``, ``<<-'END'``; not ``<<<``, not inside
+    quotes or ``$(( 1 << 2 ))``), in order: (terminator, whether leading tabs are stripped)."""
+    out: list[tuple[str, bool]] = []
+    quote: str | None = None
+    arithmetic = 0
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 2
+                continue
+            quote = None if ch == quote else quote
+        elif ch == "\\":
+            i += 2
+            continue
+        elif ch in "'\"":
+            quote = ch
+        elif line.startswith(("((", "))"), i):
+            arithmetic = max(0, arithmetic + (1 if ch == "(" else -1))
+            i += 2
+            continue
+        elif line.startswith("<<<", i):  # a here-string: the word is the input, no body
+            i += 3
+            continue
+        elif not arithmetic and line.startswith("<<", i):
+            found = _HEREDOC.match(line, i)
+            if found:
+                word = next(g for g in found.groups()[1:] if g is not None)
+                out.append((word, found.group(1) == "-"))
+                i = found.end()
+                continue
+        i += 1
     return out
 
 
