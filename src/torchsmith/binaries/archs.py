@@ -27,7 +27,7 @@ from typing import Literal
 
 ArchKind = Literal["sass", "ptx"]
 Variant = Literal["", "a", "f"]
-Route = Literal["sass", "ptx", "none"]
+Route = Literal["sass", "ptx", "none", "unknown"]  # unknown: code that could not be listed
 
 NO_KERNEL_IMAGE = "no kernel image is available for execution on the device"
 

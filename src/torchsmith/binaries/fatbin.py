@@ -171,7 +171,7 @@ def walk_region(
     pattern = MAGIC_BYTES if trusted else CONTAINER_PREFIX
     pos = start
     while pos < end:
-        hit = src.find(pattern, pos, end)
+        hit = _find(src, pattern, pos, end, progress)
         if hit < 0:
             if trusted and _has_data(src, pos, end):
                 scan.notes.append(
@@ -189,6 +189,26 @@ def walk_region(
             pos = container_end
         if progress is not None:
             progress(pos)
+
+
+FIND_STEP = 64 << 20  # a search reports progress at least this often (a 1 GB DLL: 16 times)
+
+
+def _find(
+    src: ByteSource, pattern: bytes, start: int, end: int, progress: Callable[[int], None] | None
+) -> int:
+    """``src.find`` in steps, so that a long stretch without a container still moves the bar."""
+    if progress is None:
+        return src.find(pattern, start, end)
+    pos = start
+    while pos < end:
+        stop = min(end, pos + FIND_STEP)
+        hit = src.find(pattern, pos, min(end, stop + len(pattern) - 1))
+        if hit >= 0:
+            return hit
+        pos = stop
+        progress(pos)
+    return -1
 
 
 def _has_data(src: ByteSource, start: int, end: int) -> bool:

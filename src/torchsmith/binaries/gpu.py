@@ -26,6 +26,8 @@ def resolve_gpu(text: str) -> ResolvedGpu:
 
     Raises UsageError when it is neither.
     """
+    if not text.strip():  # `--gpu "$GPU"` with GPU unset: no verdict would be a silent pass
+        raise UsageError("--gpu is empty", tip=_TIP)
     try:
         return ResolvedGpu(text, format_compute_capability(parse_compute_capability(text)))
     except ValueError:
@@ -37,6 +39,14 @@ def resolve_gpu(text: str) -> ResolvedGpu:
     amd = knowledge.find_amd_gpu(text) if model is None else None
     if amd is not None:
         return ResolvedGpu(text, "", str(amd.name), amd.sources[0], gfx=str(amd.gfx))
+    intel = knowledge.find_intel_gpu(text) if model is None else None
+    if intel is not None:  # a known GPU, whose code (SPIR-V, xpu) inspect does not list
+        raise UsageError(
+            f"--gpu {text!r}: {intel.name} is an Intel GPU; inspect says whether NVIDIA (SASS, "
+            "PTX) or AMD (gfx) code runs, and does not read Intel GPU code",
+            tip="leave out --gpu to list the code; `torchsmith plan --gpu NAME` names the "
+            "xpu wheel",
+        )
     if model is None:
         suggestions = list(knowledge.suggest_gpus(text))
         hint = f"did you mean: {', '.join(suggestions)}? Or " if suggestions else ""

@@ -15,6 +15,7 @@ u16 version, u16 method, sizes and a hash, then the zlib or zstd stream of a pla
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import struct
 import zlib
@@ -51,6 +52,7 @@ class OffloadEntry:
 class OffloadScan:
     bundles: int = 0
     compressed: int = 0  # CCOB bundles seen
+    unlisted: int = 0  # CCOB bundles whose targets could not be read: AMD code of unknown gfx
     entries: list[OffloadEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -104,6 +106,14 @@ def _decompress(data: bytes) -> bytes | None:
         return None
 
 
+def _has_zstd() -> bool:
+    """Whether this Python reads zstd (3.14's compression.zstd), without importing it."""
+    try:
+        return importlib.util.find_spec("compression.zstd") is not None
+    except ModuleNotFoundError:  # no "compression" package at all
+        return False
+
+
 def scan_offload(src: ByteSource, start: int, end: int, scan: OffloadScan) -> None:
     """Find and parse every offload bundle (plain or compressed) in [start, end)."""
     for magic in (BUNDLE_MAGIC, COMPRESSED_MAGIC):
@@ -143,7 +153,14 @@ def _compressed(src: ByteSource, hit: int, end: int, scan: OffloadScan) -> None:
     plain = _decompress(src.read_at(hit, total))
     entries = parse_bundle(plain) if plain else None
     if entries is None:
-        scan.notes.append(f"compressed offload bundle at 0x{hit:x} could not be listed")
+        scan.unlisted += 1
+        if method == 1 and not _has_zstd():
+            scan.notes.append(
+                "zstd-compressed offload bundles not listed: reading them needs Python 3.14+ "
+                "(compression.zstd)"
+            )
+        else:
+            scan.notes.append(f"compressed offload bundle at 0x{hit:x} could not be listed")
         return
     scan.bundles += 1
     scan.entries.extend(OffloadEntry(e.kind, e.triple, e.target, e.size, hit) for e in entries)

@@ -11,12 +11,12 @@ from typing import IO
 from torchsmith.binaries.archs import RunsOn, sort_key
 from torchsmith.binaries.fatbin import ByteSource, FatbinEntry, Scan, walk_region
 from torchsmith.binaries.formats import (
+    EM_CUDA,
     PE_HEADERS_MAX,
     Layout,
     NotABinaryError,
     Region,
     UnreadableFileError,
-    describe_head,
     elf_header,
     layout,
     pe_headers,
@@ -57,6 +57,9 @@ class BinaryReport:
     gfx_counts: dict[str, int] = field(default_factory=dict)  # AMD code objects: "gfx90a:xnack-"
     offload_bundles: int = 0  # clang offload bundles (HIP fat binaries) read
     offload_sections: tuple[str, ...] = ()
+    # compressed bundles whose targets could not be read (zstd before Python 3.14): AMD code of
+    # unknown gfx, so neither "no GPU code" nor "no code for this GPU" may be said
+    offload_unlisted: int = 0
 
     @property
     def gfx(self) -> tuple[str, ...]:
@@ -65,7 +68,9 @@ class BinaryReport:
 
     @property
     def has_gpu_code(self) -> bool:
-        return bool(self.sass or self.ptx or self.lto_counts or self.gfx_counts)
+        return bool(
+            self.sass or self.ptx or self.lto_counts or self.gfx_counts or self.offload_unlisted
+        )
 
 
 def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
@@ -125,27 +130,32 @@ def read_binary(
     with source:
         if source.size == 0:
             raise NotABinaryError(f"{shown}: not a binary (an empty file)")
-        found = layout(source, shown)
-        scan = Scan()
-        if found.device_code is not None:
-            kind, arch = found.device_code
-            scan.entries.append(FatbinEntry(kind, arch, 0, compressed=False))
-        for region in found.regions:
-            walk_region(
-                source, region.start, region.end, scan, trusted=region.trusted, progress=progress
-            )
-        report = summarize(
-            shown,
-            fmt=found.format,
-            size=source.size,
-            scan=scan,
-            where=_where(found, scan),
-            notes=_notes(found),
+        return _read_laid_out(source, shown, progress)
+
+
+def _read_laid_out(source: ByteSource, shown: str, progress: Progress | None) -> BinaryReport:
+    """Read a source through :func:`layout`: every format, where section headers may be read."""
+    found = layout(source, shown)
+    scan = Scan()
+    if found.device_code is not None:
+        kind, arch = found.device_code
+        scan.entries.append(FatbinEntry(kind, arch, 0, compressed=False))
+    for region in found.regions:
+        walk_region(
+            source, region.start, region.end, scan, trusted=region.trusted, progress=progress
         )
-        offload_regions = found.offload if found.offload is not None else found.regions
-        if found.offload is None and found.format in ("pe", "ar"):
-            offload_regions = (Region("(whole file)", 0, source.size, trusted=False),)
-        return with_offload(report, source, offload_regions)
+    report = summarize(
+        shown,
+        fmt=found.format,
+        size=source.size,
+        scan=scan,
+        where=_where(found, scan),
+        notes=_notes(found),
+    )
+    offload_regions = found.offload if found.offload is not None else found.regions
+    if found.offload is None and found.format in ("pe", "ar"):
+        offload_regions = (Region("(whole file)", 0, source.size, trusted=False),)
+    return with_offload(report, source, offload_regions)
 
 
 def with_offload(
@@ -159,12 +169,13 @@ def with_offload(
         return report
     counts = Counter(e.target for e in off.entries if e.gfx is not None and e.size > 0)
     notes = [n for n in report.notes if not (n == NO_FATBIN and report.format == "offload")]
-    if report.format == "offload" or (not report.fatbin_found and counts):
+    if report.format == "offload" or (not report.fatbin_found and (counts or off.unlisted)):
         notes = [n for n in notes if n != NO_FATBIN]
     return replace(
         report,
         gfx_counts={k: counts[k] for k in sorted(counts, key=_gfx_key)},
         offload_bundles=off.bundles,
+        offload_unlisted=off.unlisted,
         offload_sections=tuple(dict.fromkeys(r.name for r in regions)),
         notes=tuple(dict.fromkeys(notes + off.notes)),
     )
@@ -192,10 +203,13 @@ def read_stream(
     source = StreamSource(stream, size)
     head = source.read_at(0, 64)
     fmt = sniff(head)
-    if fmt is None:
-        raise NotABinaryError(f"{display}: not an ELF or PE binary ({describe_head(head)})")
+    # A cubin, a PTX file or a raw offload bundle is read from its start, as on disk; only an
+    # ELF's section headers (at its end) are out of a stream's reach.
+    if fmt in (None, "offload"):
+        return _read_laid_out(source, display, progress)
     if fmt == "elf":  # a cut or malformed header is damage, as for a file on disk
-        elf_header(head, size, display)
+        if elf_header(head, size, display).machine == EM_CUDA:
+            return _read_laid_out(source, display, progress)
     elif fmt == "pe":  # its headers come first, so a stream reads them as a file would
         pe_headers(source.read_at(0, min(size, PE_HEADERS_MAX)), size, display)
     scan = Scan()

@@ -10,7 +10,7 @@ import sys
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -35,9 +35,10 @@ from torchsmith.util.inputs import check_input, open_input, os_error
 
 TargetKind = Literal["file", "directory", "wheel", "package"]
 
-# Members of a wheel (and files of a distribution) worth reading.
+# Files of a distribution worth reading without a look inside (RECORD lists them).
 BINARY_NAME = re.compile(r"\.(so(\.\d+)*|dll|pyd)$", re.IGNORECASE)
-# Files in a directory never worth opening.
+SNIFF_BYTES = 64  # enough for every magic sniff() knows (an offload bundle's is 24 bytes)
+# Files in a directory, wheel or distribution never worth opening.
 TEXT_SUFFIXES = frozenset(
     [
         ".py",
@@ -76,12 +77,17 @@ TEXT_SUFFIXES = frozenset(
         ".lock",
     ]
 )
+# The same as a pattern, for the package lookup script (RECORD lists every file).
+TEXT_NAME = re.compile(
+    "(" + "|".join(re.escape(suffix) for suffix in sorted(TEXT_SUFFIXES)) + ")$", re.IGNORECASE
+)
 PACKAGE_TIMEOUT_S = 60.0
 PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-# ROCm libraries in a wheel (libtorch_hip.so, libamdhip64.so, librocblas.so, libMIOpen.so, ...)
-ROCM_NAME = re.compile(r"(hip|roc|miopen|rccl|amd)[^/]*\.so", re.IGNORECASE)
+# ROCm libraries in a wheel (libtorch_hip.so, libamdhip64.so, librocblas.so, libMIOpen.so, ...;
+# on Windows amdhip64.dll, libbitsandbytes_rocm72.dll)
+ROCM_NAME = re.compile(r"(hip|roc|miopen|rccl|amd)[^/]*\.(so|dll)", re.IGNORECASE)
 
 
 class ProgressCallback(Protocol):
@@ -178,7 +184,7 @@ def inspect_target(
         if kind == "wheel":
             binaries = _read_wheel(path, progress, notes, problems)
         else:
-            binaries = (read_binary(path),)
+            binaries = (read_binary(path, progress=_within(progress, 0, _size(path), str(path))),)
             if progress is not None:
                 progress(binaries[0].size_bytes, binaries[0].size_bytes, str(path))
     elif _looks_like_path(target):
@@ -261,13 +267,28 @@ def with_runs_on(
     )
 
 
-def gfx_runs_on(targets: Iterable[str], gfx: str) -> RunsOn:
-    """Whether AMD code objects run on one gfx target: only its own target's code does."""
+def gfx_runs_on(targets: Iterable[str], gfx: str, unlisted: int = 0) -> RunsOn:
+    """Whether AMD code objects run on one gfx target: only its own target's code does.
+
+    ``unlisted`` compressed bundles may hold ``gfx``'s code: the verdict is then "cannot tell",
+    not "no code object" (still not ok: nothing shows that the code runs).
+    """
     have = list(dict.fromkeys(targets))
     own = [t for t in have if t.split(":")[0] == gfx]
     if own:
         return RunsOn(True, f"native code object {own[0]}", "", gfx, "sass", own[0])
     bases = ", ".join(dict.fromkeys(t.split(":")[0] for t in have)) or "no AMD code objects"
+    if unlisted:
+        return RunsOn(
+            False,
+            f"cannot tell: {unlisted} compressed offload bundles could not be listed",
+            f"they may hold code for {gfx}"
+            + (f" (the listed ones have {bases})" if have else "")
+            + "; zstd bundles are read with Python 3.14+ (run torchsmith there) or listed by "
+            "`clang-offload-bundler --list`",
+            gfx,
+            "unknown",
+        )
     return RunsOn(False, f"no code object for {gfx} (has {bases})", "", gfx)
 
 
@@ -275,15 +296,18 @@ def with_runs_on_gfx(report: InspectReport, gfx: str, *, gpu: str | None = None)
     """The runs-on verdict for an AMD GPU, per binary with AMD code and in total."""
     every = [t for b in report.binaries for t in b.gfx_counts]
     binaries = tuple(
-        dataclasses.replace(b, runs_on=gfx_runs_on(b.gfx_counts, gfx)) if b.gfx_counts else b
+        dataclasses.replace(b, runs_on=gfx_runs_on(b.gfx_counts, gfx, b.offload_unlisted))
+        if b.gfx_counts or b.offload_unlisted
+        else b
         for b in report.binaries
     )
+    unlisted = sum(b.offload_unlisted for b in report.binaries)
     return dataclasses.replace(
         report,
         binaries=binaries,
         gpu=gpu or gfx,
         compute_capability=gfx,
-        runs_on=gfx_runs_on(every, gfx),
+        runs_on=gfx_runs_on(every, gfx, unlisted),
     )
 
 
@@ -373,13 +397,31 @@ def _directory_files(root: Path, problems: Problems | None = None) -> Iterator[P
                     continue
                 seen.add(real)
                 with path.open("rb") as fh:
-                    if sniff(fh.read(8)) is None and path.suffix.lower() != ".ptx":
+                    if not _may_be_binary(name, fh.read(SNIFF_BYTES)):
                         continue
             except OSError as exc:
                 exc.filename = str(path)
                 failed(exc)
                 continue
             yield path
+
+
+def _may_be_binary(name: str, head: bytes) -> bool:
+    """Whether a file (or wheel member) of this name starting with ``head`` is worth reading:
+    by its first bytes, so an executable, a static library or a cubin is not missed."""
+    return sniff(head) is not None or name.lower().endswith(".ptx")
+
+
+def _file_may_be_binary(path: Path) -> bool:
+    """:func:`_may_be_binary` for a file a distribution lists; one that cannot be opened is
+    kept, so that reading it names the problem."""
+    if BINARY_NAME.search(path.name):
+        return True
+    try:
+        with path.open("rb") as fh:
+            return _may_be_binary(path.name, fh.read(SNIFF_BYTES))
+    except OSError:
+        return True
 
 
 def _read_files(
@@ -403,7 +445,9 @@ def _read_files(
         if progress is not None:
             progress(done, total, shown)
         try:
-            out.append(read_binary(path, display=shown))
+            out.append(
+                read_binary(path, display=shown, progress=_within(progress, done, total, shown))
+            )
         except InputError as exc:
             problems.add(shown, exc)
             if not isinstance(exc, UnreadableFileError):
@@ -414,6 +458,16 @@ def _read_files(
     if not paths and not problems.unreadable:
         notes.append("no binaries (ELF or PE files) found")
     return tuple(out)
+
+
+def _within(
+    progress: ProgressCallback | None, base: int, total: int, shown: str
+) -> Callable[[int], None] | None:
+    """Progress inside one file (a 1 GB .dll is read for seconds): its offsets, moved to
+    ``base`` of ``total``."""
+    if progress is None:
+        return None
+    return lambda pos: progress(base + pos, total, shown)
 
 
 def _unreadable(shown: str, size: int, message: str) -> BinaryReport:
@@ -458,9 +512,7 @@ def _read_wheel(
                 f"{path}: a zip archive but not a wheel (no *.dist-info/WHEEL inside)",
                 tip="give a .whl file, a directory, a binary or an installed package name",
             )
-        members = [
-            i for i in archive.infolist() if BINARY_NAME.search(i.filename) and not i.is_dir()
-        ]
+        members = _wheel_binaries(archive)
         total = sum(i.file_size for i in members)
         done = 0
         out: list[BinaryReport] = []
@@ -493,8 +545,28 @@ def _read_wheel(
         if progress is not None:
             progress(total, total, "")
     if not members:
-        notes.append("the wheel holds no .so, .dll or .pyd files")
+        notes.append("the wheel holds no binaries (ELF, PE, cubin, PTX or fat binary files)")
     return tuple(out)
+
+
+def _wheel_binaries(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """The members that may be binaries, by their first bytes as in a directory (an executable
+    or a static library has no .so name); one that cannot be read is kept, to be named."""
+    out = []
+    for info in archive.infolist():
+        if info.is_dir() or Path(info.filename).suffix.lower() in TEXT_SUFFIXES:
+            continue
+        if BINARY_NAME.search(info.filename):
+            out.append(info)
+            continue
+        try:
+            with archive.open(info) as stream:
+                head = stream.read(SNIFF_BYTES)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError):
+            head = None
+        if head is None or _may_be_binary(info.filename, head):
+            out.append(info)
+    return out
 
 
 # -- installed packages ----------------------------------------------------------------------
@@ -504,7 +576,7 @@ import importlib.metadata as md, importlib.util as iu, json, os, re, sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     sys.path.pop(0)  # the working directory must not shadow the installed package
 name = sys.argv[1]
-binary = re.compile(sys.argv[2], re.IGNORECASE)
+text = re.compile(sys.argv[2], re.IGNORECASE)
 out = {"python": sys.executable, "files": [], "location": None, "version": None}
 try:
     dist = md.distribution(name)
@@ -513,7 +585,7 @@ except Exception:
 if dist is not None:
     out["version"] = dist.version
     for f in dist.files or []:
-        if binary.search(str(f)):
+        if not text.search(str(f)):
             p = os.path.abspath(str(f.locate()))
             if os.path.isfile(p):
                 out["files"].append(p)
@@ -561,7 +633,7 @@ def locate_package(name: str, *, python: str | None = None) -> PackageLocation:
     """
     interpreter = python or sys.executable
     result = cmd.run(
-        [interpreter, "-c", _LOCATE_SCRIPT, name, BINARY_NAME.pattern], timeout=PACKAGE_TIMEOUT_S
+        [interpreter, "-c", _LOCATE_SCRIPT, name, TEXT_NAME.pattern], timeout=PACKAGE_TIMEOUT_S
     )
     line = next(
         (ln for ln in result.stdout.splitlines() if ln.startswith("TORCHSMITH_JSON:")), None
@@ -575,7 +647,7 @@ def locate_package(name: str, *, python: str | None = None) -> PackageLocation:
         )
     data = json.loads(line.split(":", 1)[1])
     module = data.get("module")
-    files = tuple(Path(p) for p in data["files"])
+    files = tuple(p for p in map(Path, data["files"]) if _file_may_be_binary(p))
     if module and not files:
         files = (Path(module),) if Path(module).is_file() else tuple(_directory_files(Path(module)))
     if not files and not module and data["version"] is None:

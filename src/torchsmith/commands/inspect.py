@@ -51,7 +51,7 @@ def inspect_cmd(
     binaries' headers directly; no CUDA toolkit needed. With --gpu, exits 1 when the code has
     nothing that runs on that GPU.
     """
-    resolved = resolve_gpu(gpu) if gpu else None
+    resolved = resolve_gpu(gpu) if gpu is not None else None  # "" (an unset $GPU) is refused
     package = not os.path.lexists(Path(target).expanduser())  # else --python plays no part
     interpreter = _interpreter(python) if package else python
     try:

@@ -143,10 +143,10 @@ def _architecture(base: Knowledge, what: str) -> KbAnswer | None:
         arch = parse_arch(what)
     except ValueError:
         return None
-    sm = f"sm_{arch.number}"
+    sm = f"sm_{arch.number}{arch.variant}"  # sm_90a needs CUDA 12.0 where sm_90 takes 11.8
     gpus = [g.name for g in base.gpus if g.compute_capability == arch.compute_capability]
     toolkits = [t.version for t in base.toolkits_for([sm])]
-    if not gpus and not toolkits:
+    if not gpus and not base.toolkits_for([f"sm_{arch.number}"]):
         return None
     variant = {
         "a": f"arch-specific: runs only on compute capability {arch.compute_capability}",
@@ -243,6 +243,11 @@ def refresh(
     html = None
     if index_html is not None:
         html = _read(index_html).decode("utf-8", "replace")
+        if not r.index_variants(html):  # else "no changes" would claim the variants were checked
+            raise InputError(
+                f"--index-html {index_html} lists no torch wheels: not a saved {r.PYTORCH_INDEX}",
+                tip="save that page again, or leave out --index-html to fetch it",
+            )
     elif not offline_index:
         try:
             html = r.fetch(r.PYTORCH_INDEX, timeout=10.0).decode("utf-8", "replace")

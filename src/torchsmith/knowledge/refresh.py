@@ -200,8 +200,10 @@ def diff(kb: Knowledge, doc: dict[str, Any], index_html: str | None = None) -> R
     shipped_default = kb.pypi_default(newest, "linux-x86_64") if newest in shipped else None
     if pinned and shipped_default and pinned != shipped_default:
         changes.append(_change("pypi-default", f"{newest} linux-x86_64", shipped_default, pinned))
-    if index_html is not None:
+    if index_html is not None and index_variants(index_html):
         changes.extend(_index_changes(kb, index_html))
+    elif index_html is not None:  # an error page or a portal's answer: nothing was compared
+        notes.append("the PyTorch index page lists no torch wheels: index variants not checked")
     else:
         notes.append("download.pytorch.org was not read: index variants not checked")
     return RefreshReport(

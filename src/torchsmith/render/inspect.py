@@ -27,7 +27,8 @@ PROGRESS_MIN_BYTES = 128 << 20  # below this the work takes well under a second:
 def render_inspect(report: InspectReport, console: Console, *, show_all: bool = False) -> None:
     title = f"{report.target}" + (f" {report.package_version}" if report.package_version else "")
     console.print(Text(f"{title}  ({report.kind}: {report.location})", style="bold"))
-    shown = [b for b in report.binaries if show_all or b.has_gpu_code]
+    # a file asked about by name is always shown: "1 binaries ... not shown" would hide the answer
+    shown = [b for b in report.binaries if show_all or b.has_gpu_code or report.kind == "file"]
     for binary in shown:
         if binary.has_gpu_code:
             console.print(_binary_table(binary))
@@ -71,6 +72,8 @@ def _binary_table(binary: BinaryReport) -> Table:
         table.add_row("LTO IR", Text(arch), str(count))
     for target, count in binary.gfx_counts.items():
         table.add_row("AMDGPU", Text(target), str(count))
+    if binary.offload_unlisted:
+        table.add_row("AMDGPU", Text("? (compressed, not listed)"), str(binary.offload_unlisted))
     return table
 
 
@@ -107,11 +110,14 @@ def _total_line(report: InspectReport) -> Text:
             gfx[target] = gfx.get(target, 0) + count
     if gfx:
         line.append("; AMDGPU " + ", ".join(f"{a}×{n}" for a, n in gfx.items()))
+    unlisted = sum(b.offload_unlisted for b in report.binaries)
+    if unlisted:
+        line.append(f"; {unlisted} compressed AMD offload bundles not listed")
     return line
 
 
 def _verdict(result: RunsOn) -> str:
-    mark = "runs" if result.ok else "does NOT run"
+    mark = "runs" if result.ok else "may not run" if result.kind == "unknown" else "does NOT run"
     return f"{mark} on {result.compute_capability}: {result.route}"
 
 
@@ -122,7 +128,8 @@ def _runs_on_line(result: RunsOn, gpu: str | None) -> Text:
         f"GPU {result.compute_capability}{asked}: ", style="bold green" if result.ok else "bold red"
     )
     text.append(result.route)
-    text.append(f"\n  {result.detail}", style="dim")
+    if result.detail:  # an AMD verdict has none: no blank line under it
+        text.append(f"\n  {result.detail}", style="dim")
     return text
 
 
