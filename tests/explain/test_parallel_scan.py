@@ -38,3 +38,25 @@ def test_forced_parallel_scan_equals_the_single_process_scan(
     forced = [explain_files([log]) for log in logs]
     assert len(calls) == len(logs)  # the parallel path really ran
     assert forced == single
+
+
+@pytest.mark.parametrize("parallel_min", [1 << 60, 0])
+def test_progress_counts_up_to_the_total_of_the_files(
+    monkeypatch: pytest.MonkeyPatch, parallel_min: int
+) -> None:
+    """explain tells its progress bar the bytes read of all the logs, in both scan paths (a 1 GB
+    log read silently for about a minute before)."""
+    logs = [p for p in CORPUS if p.stat().st_size > 12_000][:3]
+    total = sum(p.stat().st_size for p in logs)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", parallel_min)
+    monkeypatch.setattr(parallel, "REGION", 4096)
+    seen: list[tuple[int, int, str]] = []
+    quiet = explain_files([str(p) for p in logs])
+    told = explain_files([str(p) for p in logs], progress=lambda *a: seen.append(a))
+    assert told == quiet
+    assert {t for _, t, _ in seen} == {total}
+    done = [d for d, _, _ in seen]
+    assert done == sorted(done)
+    assert done[-1] == total
+    assert len(seen) >= len(logs) * (2 if parallel_min == 0 else 1)  # per region, per chunk
+    assert [n for _, _, n in seen][-1] == str(logs[-1])

@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.console import Console
 
 from torchsmith.commands.common import emit, json_option
 from torchsmith.errors import UsageError
 from torchsmith.explain import explain_files
 from torchsmith.explain.context import context_from_probe, describe, live_probe, load_probe_file
 from torchsmith.render.explain import render_explain
+from torchsmith.render.progress import byte_progress
 
 
 @click.command("explain")
@@ -48,14 +50,13 @@ def explain(files: tuple[str, ...], probe_file: str | None, here: bool, as_json:
         probe, where = load_probe_file(probe_file), f"probe file {probe_file}"
     elif here:
         probe, where = live_probe(), "this machine"
-    if probe is None:
-        result = explain_files(names)
-    else:
+    context = context_from_probe(probe) if probe is not None else None
+    source = describe(probe, where) if probe is not None else None
+    with byte_progress(Console(stderr=True), "explain") as progress:  # a bar on long logs
+        result = explain_files(names, context=context, context_source=source, progress=progress)
+    if probe is not None:
         from torchsmith.explain.machine import with_machine_facts  # noqa: PLC0415 - with a probe only
         from torchsmith.findings.analyze import analyze  # noqa: PLC0415 - loads the knowledge base
 
-        result = explain_files(
-            names, context=context_from_probe(probe), context_source=describe(probe, where)
-        )
         result = with_machine_facts(result, analyze(probe), where)
     emit("explain", result, as_json=as_json, render=render_explain)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, vetoed
@@ -100,11 +104,12 @@ class Explainer:
     def feed(self, name: str, data: Iterable[bytes], encoding: str = "utf-8") -> None:
         self._consume(name, self.scanner.scan(data), encoding)
 
-    def feed_stream(self, stream: Stream) -> None:
+    def feed_stream(self, stream: Stream, done: Callable[[int], None] | None = None) -> None:
+        """Read one log; ``done`` is told the bytes of it read so far, now and then."""
         if parallel.eligible(stream):
-            hits = parallel.scan_stream(self.scanner, stream)
+            hits = parallel.scan_stream(self.scanner, stream, done)
         else:
-            hits = self.scanner.scan(chunks(stream))
+            hits = self.scanner.scan(_counted(stream, done) if done else chunks(stream))
         self._consume(stream.name, hits, stream.encoding)
 
     def _consume(self, name: str, hits: Iterable[Hit], encoding: str) -> None:
@@ -348,13 +353,46 @@ def explain_files(
     context: Mapping[str, str] | None = None,
     context_source: str | None = None,
     rules: Sequence[Rule] | None = None,
+    progress: Progress | None = None,
 ) -> ExplainResult:
-    """Diagnose the logs ``names`` ("-" is stdin). Raises InputError for unreadable inputs."""
+    """Diagnose the logs ``names`` ("-" is stdin). Raises InputError for unreadable inputs.
+    ``progress`` is told the bytes read of the files' total size (standard input counts as 0)."""
     explainer = Explainer(rules)
     streams = [open_log(name) for name in names]
-    for stream in streams:
-        explainer.feed_stream(stream)
+    sizes = [_size(stream) for stream in streams]
+    total, before = sum(sizes), 0
+    for stream, size in zip(streams, sizes, strict=True):
+        done = None
+        if progress is not None:
+            done = functools.partial(_tell, progress, before, total, stream.name)
+        explainer.feed_stream(stream, done)
+        before += size
     return explainer.result(context, context_source)
+
+
+class Progress(Protocol):
+    def __call__(self, done: int, total: int, current: str) -> None: ...
+
+
+def _size(stream: Stream) -> int:
+    """The size of the regular file behind ``stream`` (standard input redirected from one too);
+    0 for a pipe, a terminal or a stream without a file."""
+    try:
+        info = os.fstat(stream.handle.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def _tell(progress: Progress, before: int, total: int, name: str, read: int) -> None:
+    progress(min(before + read, total), total, "standard input" if name == "-" else name)
+
+
+def _counted(stream: Stream, done: Callable[[int], None]) -> Iterator[bytes]:
+    """The stream's chunks, telling ``done`` the bytes read after each."""
+    for chunk in chunks(stream):
+        yield chunk
+        done(stream.bytes_read)
 
 
 def explain_text(

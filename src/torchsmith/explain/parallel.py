@@ -15,7 +15,7 @@ import itertools
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -64,9 +64,11 @@ def _bom(stream: Stream) -> int:
     return stream.bytes_read - len(stream.head)
 
 
-def scan_stream(scanner: Scanner, stream: Stream) -> Iterator[Hit]:
+def scan_stream(
+    scanner: Scanner, stream: Stream, done: Callable[[int], None] | None = None
+) -> Iterator[Hit]:
     """Hits of the file behind ``stream`` in line order; sets the scanner's last_size, last_lines
-    and last_tail."""
+    and last_tail. ``done`` is told the bytes read so far as each region's hits come in."""
     if stream.close:
         stream.handle.close()
     path, start = stream.name, _bom(stream)
@@ -85,8 +87,12 @@ def scan_stream(scanner: Scanner, stream: Stream) -> Iterator[Hit]:
         pending: deque[Future[tuple[list[RawHit], int]]] = deque()
         for region in itertools.islice(regions, 2 * workers):
             pending.append(pool.submit(_scan_region, *region))
+        finished = start
         while pending:
             hits, newlines = pending.popleft().result()
+            finished = min(finished + REGION, size)
+            if done is not None:
+                done(finished)
             following = next(regions, None)
             if following is not None:
                 pending.append(pool.submit(_scan_region, *following))

@@ -6,22 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from torchsmith.binaries.archs import RunsOn
 from torchsmith.binaries.reader import BinaryReport
 from torchsmith.binaries.targets import InspectReport, ProgressCallback
-
-PROGRESS_MIN_BYTES = 128 << 20  # below this the work takes well under a second: no bar
+from torchsmith.render.progress import byte_progress
 
 
 def render_inspect(report: InspectReport, console: Console, *, show_all: bool = False) -> None:
@@ -136,30 +127,5 @@ def _runs_on_line(result: RunsOn, gpu: str | None) -> Text:
 @contextmanager
 def progress_bar(console: Console) -> Iterator[ProgressCallback]:
     """A callback for inspect_target that draws a bar on ``console`` once the work is big."""
-    progress: Progress | None = None
-    task: TaskID | None = None
-
-    def update(done: int, total: int, current: str) -> None:
-        nonlocal progress, task
-        if progress is None:
-            if total < PROGRESS_MIN_BYTES or not console.is_terminal:
-                return
-            progress = Progress(
-                TextColumn("[bold]inspect"),
-                BarColumn(),
-                DownloadColumn(),
-                TimeRemainingColumn(),
-                TextColumn("{task.description}"),
-                console=console,
-                transient=True,
-            )
-            progress.start()
-            task = progress.add_task(current, total=total)
-        assert task is not None
-        progress.update(task, completed=done, total=total, description=current[-60:])
-
-    try:
+    with byte_progress(console, "inspect") as update:
         yield update
-    finally:
-        if progress is not None:
-            progress.stop()
