@@ -157,6 +157,11 @@ def test_a_fix_command_with_a_quoted_program_reads_in_cmd_and_in_powershell() ->
         )
     with platforms.override("linux"):
         assert shell_command(("/o p/python", "-m", "pip")) == "'/o p/python' -m pip"
+    with platforms.override("windows"):  # review: ' and $ are PowerShell's even inside " quotes
+        said = shell_command(("C:\\O'Neil\\python.exe", "-m", "pip", "install", "C:\\c$d\\x.whl"))
+        assert said.endswith(
+            "(in PowerShell: & 'C:\\O''Neil\\python.exe' -m pip install 'C:\\c$d\\x.whl')"
+        )
 
 
 def test_bad_env_name_refused() -> None:

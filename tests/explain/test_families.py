@@ -481,3 +481,51 @@ def test_torchvision_0_2_2_beside_the_torch_it_was_made_for_is_no_fallback() -> 
         "Successfully installed torch-1.0.1 torchvision-0.2.2.post3\n"
     )
     assert explain_text(log).healthy
+
+
+def test_warnings_a_run_goes_on_after_stay_quiet() -> None:
+    """Review of round 33/34's rules: each of these lines is printed by a run that went on and
+    worked (LLVM ignoring an unknown processor, NCCL falling back, TensorFlow without peer access,
+    pip retrying and then installing)."""
+    healthy = [
+        "'sm_120' is not a recognized processor for this target (ignoring processor)\n"
+        "The maximum difference between torch and triton is 0.0\n",
+        "node1:1:2 [0] transport.cc:464 NCCL WARN Cannot initialize CollNet, using point-to-point "
+        "network instead\nnode1:1:2 [0] NCCL WARN Could not find real path of mlx5_0 "
+        "(/sys/class/infiniband/mlx5_0/device)\nTraining finished.\n",
+        "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2048] Unable to enable peer access "
+        "between device ordinals 0 and 1, status: INTERNAL: failed to enable peer access: "
+        "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: peer access is not supported between these two "
+        "devices\nEpoch 1/10 loss 0.29\n",
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) "
+        "after connection broken by 'ReadTimeoutError(x)': /simple/torch/\n"
+        "Successfully installed torch-2.5.1\n",
+    ]
+    for log in healthy:
+        assert explain_text(log).diagnoses == (), log
+
+
+def test_pip_failures_name_the_network_and_the_index_not_the_python() -> None:
+    unreachable = (
+        "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) "
+        "after connection broken by 'NewConnectionError(x: Failed to establish a new connection: "
+        "[Errno -3] Temporary failure in name resolution)': /simple/ctranslate2/\n"
+        "ERROR: Could not find a version that satisfies the requirement ctranslate2 "
+        "(from versions: none)\nERROR: No matching distribution found for ctranslate2\n"
+    )
+    assert [d.rule for d in explain_text(unreachable).diagnoses][:1] == [
+        "install.index-unreachable"
+    ]
+    # the knowledge base holds no xpu wheels: nothing known says 2.7.1 lacks one
+    xpu = (
+        "ERROR: Could not find a version that satisfies the requirement torch==2.7.1 "
+        "(from versions: 2.5.0+xpu, 2.5.1+xpu, 2.6.0+xpu)\n"
+    )
+    assert "install.index-lacks-release" not in [d.rule for d in explain_text(xpu).diagnoses]
+    from_file = (
+        "ERROR: Could not find a version that satisfies the requirement torch==2.7.1 (from -r "
+        "requirements.txt (line 2)) (from versions: 2.4.0+cu124, 2.6.0+cu124)\n"
+    )
+    assert [d.rule for d in explain_text(from_file).diagnoses][:1] == [
+        "install.index-lacks-release"
+    ]

@@ -6,6 +6,8 @@ tiny regions, so many region cuts fall in awkward places.
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,19 @@ def test_progress_counts_up_to_the_total_of_the_files(
     assert done[-1] == total
     assert len(seen) >= len(logs) * (2 if parallel_min == 0 else 1)  # per region, per chunk
     assert [n for _, _, n in seen][-1] == str(logs[-1])
+
+
+def test_progress_never_goes_back_when_a_pipe_comes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """review: piped input (no size) counted its bytes against the files' total, then the bar
+    jumped back to the file's first bytes."""
+    log = next(p for p in CORPUS if p.stat().st_size > 12_000)
+    piped = io.BytesIO(log.read_bytes() * 3)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(piped))
+    seen: list[tuple[int, int, str]] = []
+    explain_files(["-", str(log)], progress=lambda *a: seen.append(a))
+    done = [d for d, _, _ in seen]
+    assert done == sorted(done)
+    assert all(t == log.stat().st_size and d <= t for d, t, _ in seen)
+    assert {n for _, _, n in seen} == {str(log)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -410,6 +411,27 @@ def test_ctrl_c_while_the_success_is_recorded_is_held_then_stops_before_verify(
     assert not verified
     assert "fakepkg" in package_set(read_dists((str(site),)))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_held_ctrl_c_never_raises_when_stderr_is_gone() -> None:
+    """review: the handler wrote to stderr; under `| tee`, killed by the same Ctrl-C, the write
+    raised BrokenPipeError inside the restore it protects."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    dead = os.fdopen(write_end, "w")
+    saved = sys.stderr
+    for stderr in (dead, None):
+        sys.stderr = stderr  # type: ignore[assignment]
+        try:
+            with executor._no_interrupt() as held:
+                os.kill(os.getpid(), signal.SIGINT)
+                done = True  # reached: the handler raised nothing
+        finally:
+            sys.stderr = saved
+        assert done
+        assert held.pressed
+    with contextlib.suppress(OSError):
+        dead.close()
 
 
 def _read_only(folder: Path) -> bool:

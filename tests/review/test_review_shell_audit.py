@@ -220,3 +220,35 @@ def test_a_windows_corrected_command_with_a_quote_in_a_value_runs_in_cmd_and_pow
     assert head == "torchsmith"
     ps = _msvc_argv(rest)
     assert ps[ps.index("--set") + 1] == value
+
+
+def test_a_here_document_named_in_a_comment_opens_none() -> None:
+    # review: `# see <<EOF below` dropped every line after it, hiding the arch list
+    text = 'export MAX_JOBS=2 # see <<EOF below\nexport TORCH_CUDA_ARCH_LIST="5.0"\n'
+    assert [line for _, _, line in logical_lines(text, "bash")] == [
+        "export MAX_JOBS=2 # see <<EOF below",
+        'export TORCH_CUDA_ARCH_LIST="5.0"',
+    ]
+
+
+def test_a_wheel_at_hand_needs_no_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # review: installing a downloaded wheel was read as building it from an index
+    script = tmp_path / "build.sh"
+    script.write_text(
+        "pip install flash_attn-2.6.3+cu121torch2.3-cp311-cp311-linux_x86_64.whl\n"
+        "pip install -e .\n"
+    )
+    data = _review(capsys, script, "--gpu", "RTX 4090", "--os", "linux")
+    assert data["sections"][0]["corrected"]["needs"] == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [['"b', "'<<%|'\\b"], ['a"b', "x&y"], ["one two", 'q"', "<in>"]],
+)
+def test_cmd_escaping_follows_the_quotes_across_the_whole_line(argv: list[str]) -> None:
+    # review: escaping word by word left a < live after a word with an odd number of quotes
+    line = _cmd_escaped(" ".join(_argv_quote(a) for a in argv))
+    assert _msvc_argv(_cmd_unescaped(line)) == argv

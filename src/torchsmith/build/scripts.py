@@ -64,8 +64,9 @@ def shell_command(argv: Iterable[str]) -> str:
     and needs its call operator ``&``, which cmd refuses: both lines are given then."""
     words = list(argv)
     line = " ".join(shell_word(w) for w in words)
-    if platforms.current_os() != "windows" or not line.startswith('"'):
+    if platforms.current_os() != "windows" or all(WINDOWS_BARE.match(w) for w in words):
         return line
+    # PowerShell reads ' and $ inside cmd's double quotes, and a quoted first word as a string
     ps = " ".join(w if WINDOWS_BARE.match(w) else ps_quote(w) for w in words)
     return f"{line} (in PowerShell: & {ps})"
 

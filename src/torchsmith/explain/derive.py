@@ -101,10 +101,30 @@ def builds_go_together(torch_tag: str, companion_tag: str) -> bool:
 
 def release_has_variant(version: str, variant: str) -> bool:
     """Whether torch ``version`` was published as ``variant`` wheels (cu124, rocm6.1), by the
-    knowledge base's wheel list for its minor release; a release or list it does not know says
-    nothing against it (True)."""
+    knowledge base's wheel list for its minor release; a release it does not know, or a kind of
+    build its wheel list does not hold at all (xpu), says nothing against it (True)."""
+    variant = variant.lower()
+    known = _wheel_variants()
+    family = _FAMILY.match(variant)
+    if known is None or family is None or not any(v.startswith(family.group(0)) for v in known):
+        return True
     variants = _release_variants(minor_of(version))
-    return variants is None or variant.lower() in variants
+    return variants is None or variant in variants
+
+
+_FAMILY = re.compile(r"[a-z]+")
+_PLATFORMS = (("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64"))
+
+
+@lru_cache(maxsize=1)
+def _wheel_variants() -> frozenset[str] | None:
+    """Every variant the knowledge base lists a wheel of, for any release."""
+    from torchsmith.knowledge import load_knowledge  # noqa: PLC0415 - large, only when asked
+
+    try:
+        return frozenset(w.variant.lower() for w in load_knowledge().wheels)
+    except KnowledgeError:
+        return None
 
 
 @lru_cache(maxsize=64)
@@ -117,8 +137,7 @@ def _release_variants(minor: str) -> frozenset[str] | None:
         return None
     if kb.torch_release(minor) is None:
         return None
-    platforms = (("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64"))
-    found = {w.variant.lower() for os, arch in platforms for w in kb.wheels_for(minor, os, arch)}
+    found = {w.variant.lower() for os, arch in _PLATFORMS for w in kb.wheels_for(minor, os, arch)}
     return frozenset(found) or None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import re
@@ -363,8 +362,8 @@ def explain_files(
     total, before = sum(sizes), 0
     for stream, size in zip(streams, sizes, strict=True):
         done = None
-        if progress is not None:
-            done = functools.partial(_tell, progress, before, total, stream.name)
+        if progress is not None and size:  # a pipe's bytes have no total to count against
+            done = _teller(progress, before, size, total, stream.name)
         explainer.feed_stream(stream, done)
         before += size
     return explainer.result(context, context_source)
@@ -384,8 +383,12 @@ def _size(stream: Stream) -> int:
     return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
-def _tell(progress: Progress, before: int, total: int, name: str, read: int) -> None:
-    progress(min(before + read, total), total, "standard input" if name == "-" else name)
+def _teller(
+    progress: Progress, before: int, size: int, total: int, name: str
+) -> Callable[[int], None]:
+    """What one log's reader tells: its bytes read, capped at its size, after the logs before."""
+    shown = "standard input" if name == "-" else name
+    return lambda read: progress(before + min(read, size), total, shown)
 
 
 def _counted(stream: Stream, done: Callable[[int], None]) -> Iterator[bytes]:

@@ -314,10 +314,11 @@ def _no_interrupt() -> Iterator[_Held]:
         return
 
     def note(_signum: int, _frame: object) -> None:
-        if not held.pressed:
-            sys.stderr.write(_HOLDING)
-            sys.stderr.flush()
-        held.pressed = True
+        first, held.pressed = not held.pressed, True
+        if first:  # never raise here: a dead pipe (| tee, killed by the same Ctrl-C), no stderr,
+            with contextlib.suppress(Exception):  # or a write of the main code it interrupted
+                sys.stderr.write(_HOLDING)
+                sys.stderr.flush()
 
     previous = signal.signal(signal.SIGINT, note)
     try:

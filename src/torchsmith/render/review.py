@@ -97,7 +97,7 @@ def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
         console.print(Text.assemble(("corrected: ", "bold"), shlex.join(argv)), soft_wrap=True)
     else:  # cmd and PowerShell quote differently (in PowerShell a bare ; ends the command)
         words = [a if WINDOWS_BARE.match(a) else _argv_quote(a) for a in argv]
-        cmd = " ".join(_cmd_escaped(w) for w in words)
+        cmd = _cmd_escaped(" ".join(words))  # cmd's quote state runs across the whole line
         if any(not WINDOWS_BARE.match(a) and ('"' in a or a.endswith("\\")) for a in argv):
             # Windows PowerShell 5.1 passes a " or a final \ inside a quoted word on wrongly;
             # after --% every PowerShell passes the rest of the line on exactly as written

@@ -349,7 +349,11 @@ def _index_requirements(argv: tuple[str, ...]) -> tuple[list[str], bool]:
             pass
         elif re.match(r"^(?:git\+|[\w+.-]+://)", word):
             remote.append(word)
-        elif word.startswith((".", "/", "~")) or re.search(r"[\\/]", word):
+        elif (
+            word.startswith((".", "/", "~"))
+            or re.search(r"[\\/]", word)
+            or re.search(r"\.(?:whl|tar\.gz|zip)$", word, re.IGNORECASE)  # a file at hand
+        ):
             local = True
         elif _project(word) not in _NOT_BUILT:
             remote.append(word)

@@ -181,6 +181,8 @@ def _heredocs(line: str) -> list[tuple[str, bool]]:
             continue
         elif ch in "'\"":
             quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;&|("):  # a comment: the rest is prose
+            break
         elif line.startswith(("((", "))"), i):
             arithmetic = max(0, arithmetic + (1 if ch == "(" else -1))
             i += 2
