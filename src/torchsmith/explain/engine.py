@@ -355,7 +355,7 @@ def explain_files(
     progress: Progress | None = None,
 ) -> ExplainResult:
     """Diagnose the logs ``names`` ("-" is stdin). Raises InputError for unreadable inputs.
-    ``progress`` is told the bytes read of the files' total size (standard input counts as 0)."""
+    ``progress`` is told the bytes read of the inputs' total size (a pipe has none: not told)."""
     explainer = Explainer(rules)
     streams = [open_log(name) for name in names]
     sizes = [_size(stream) for stream in streams]
