@@ -14,7 +14,7 @@ from torchsmith.binaries.gpu import resolve_gpu
 from torchsmith.cli import main
 from torchsmith.commands.inspect import inspect_cmd
 from torchsmith.errors import UsageError
-from torchsmith.render.inspect import progress_bar
+from torchsmith.render.progress import byte_progress
 
 from .conftest import Built
 
@@ -121,12 +121,12 @@ def test_gpu_name_on_the_command_line(built: Built, capsys: pytest.CaptureFixtur
 
 def test_progress_bar_draws_for_big_work() -> None:
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
-    with progress_bar(console) as update:
+    with byte_progress(console, "inspect") as update:
         update(0, 1 << 30, "torch/lib/libtorch_cuda.so")
         update(1 << 29, 1 << 30, "torch/lib/libtorch_cuda.so")
         update(1 << 30, 1 << 30, "")
     assert "inspect" in console.file.getvalue()  # type: ignore[attr-defined]
     quiet = Console(file=io.StringIO(), force_terminal=True)
-    with progress_bar(quiet) as update:
+    with byte_progress(quiet, "inspect") as update:
         update(0, 1000, "small.so")  # small work: no bar at all
     assert quiet.file.getvalue() == ""  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 from torchsmith.binaries.archs import RunsOn, runs_on, sort_archs, sort_key
 from torchsmith.binaries.formats import (
@@ -32,6 +32,7 @@ from torchsmith.errors import InputError, UsageError
 from torchsmith.probe.model import ArchSet
 from torchsmith.util import cmd
 from torchsmith.util.inputs import check_input, open_input, os_error
+from torchsmith.util.progress import ByteProgress, offset
 
 TargetKind = Literal["file", "directory", "wheel", "package"]
 
@@ -88,10 +89,6 @@ PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # ROCm libraries in a wheel (libtorch_hip.so, libamdhip64.so, librocblas.so, libMIOpen.so, ...;
 # on Windows amdhip64.dll, libbitsandbytes_rocm72.dll)
 ROCM_NAME = re.compile(r"(hip|roc|miopen|rccl|amd)[^/]*\.(so|dll)", re.IGNORECASE)
-
-
-class ProgressCallback(Protocol):
-    def __call__(self, done: int, total: int, current: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -153,7 +150,7 @@ def inspect_target(
     python: str | None = None,
     compute_capability: str | None = None,
     gpu: str | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ByteProgress | None = None,
     gfx: str | None = None,
 ) -> InspectReport:
     """Read the GPU code in ``target``: a binary, a .whl, a directory, or an installed package.
@@ -427,7 +424,7 @@ def _file_may_be_binary(path: Path) -> bool:
 def _read_files(
     files: Iterator[Path],
     root: Path | None,
-    progress: ProgressCallback | None,
+    progress: ByteProgress | None,
     notes: list[str],
     problems: Problems,
 ) -> tuple[BinaryReport, ...]:
@@ -461,13 +458,11 @@ def _read_files(
 
 
 def _within(
-    progress: ProgressCallback | None, base: int, total: int, shown: str
+    progress: ByteProgress | None, base: int, total: int, shown: str
 ) -> Callable[[int], None] | None:
     """Progress inside one file (a 1 GB .dll is read for seconds): its offsets, moved to
     ``base`` of ``total``."""
-    if progress is None:
-        return None
-    return lambda pos: progress(base + pos, total, shown)
+    return None if progress is None else offset(progress, base, total, shown)
 
 
 def _unreadable(shown: str, size: int, message: str) -> BinaryReport:
@@ -496,7 +491,7 @@ def _size(path: Path) -> int:
 
 
 def _read_wheel(
-    path: Path, progress: ProgressCallback | None, notes: list[str], problems: Problems
+    path: Path, progress: ByteProgress | None, notes: list[str], problems: Problems
 ) -> tuple[BinaryReport, ...]:
     try:
         archive = zipfile.ZipFile(path)

@@ -15,7 +15,8 @@ from torchsmith.binaries import targets
 from torchsmith.binaries.gpu import resolve_gpu
 from torchsmith.binaries.targets import InspectReport, inspect_target
 from torchsmith.commands.common import emit, json_option
-from torchsmith.render.inspect import progress_bar, render_inspect
+from torchsmith.render.inspect import render_inspect
+from torchsmith.render.progress import byte_progress
 from torchsmith.util import cmd
 
 
@@ -55,7 +56,7 @@ def inspect_cmd(
     package = not os.path.lexists(Path(target).expanduser())  # else --python plays no part
     interpreter = _interpreter(python) if package else python
     try:
-        with progress_bar(Console(stderr=True)) as progress:
+        with byte_progress(Console(stderr=True), "inspect") as progress:
             report = inspect_target(
                 target,
                 python=interpreter,

@@ -13,9 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from torchsmith.errors import KnowledgeError
 from torchsmith.knowledge.model import minor_of
+
+if TYPE_CHECKING:
+    from torchsmith.knowledge.base import Knowledge
 
 _DIGITS = re.compile(r"(\d+)")
 _ARCH = re.compile(r"(\d+)[a-z]?")  # "compute_90a": "90a", else "90"
@@ -116,26 +120,27 @@ _FAMILY = re.compile(r"[a-z]+")
 _PLATFORMS = (("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64"))
 
 
-@lru_cache(maxsize=1)
-def _wheel_variants() -> frozenset[str] | None:
-    """Every variant the knowledge base lists a wheel of, for any release."""
+def _knowledge() -> Knowledge | None:
+    """The knowledge base (loaded once, on the first check that needs it); None if unreadable."""
     from torchsmith.knowledge import load_knowledge  # noqa: PLC0415 - large, only when asked
 
     try:
-        return frozenset(w.variant.lower() for w in load_knowledge().wheels)
+        return load_knowledge()
     except KnowledgeError:
         return None
+
+
+@lru_cache(maxsize=1)
+def _wheel_variants() -> frozenset[str] | None:
+    """Every variant the knowledge base lists a wheel of, for any release."""
+    kb = _knowledge()
+    return None if kb is None else frozenset(w.variant.lower() for w in kb.wheels)
 
 
 @lru_cache(maxsize=64)
 def _release_variants(minor: str) -> frozenset[str] | None:
-    from torchsmith.knowledge import load_knowledge  # noqa: PLC0415 - large, only when asked
-
-    try:
-        kb = load_knowledge()
-    except KnowledgeError:
-        return None
-    if kb.torch_release(minor) is None:
+    kb = _knowledge()
+    if kb is None or kb.torch_release(minor) is None:
         return None
     found = {w.variant.lower() for os, arch in _PLATFORMS for w in kb.wheels_for(minor, os, arch)}
     return frozenset(found) or None

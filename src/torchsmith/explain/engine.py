@@ -8,7 +8,6 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, vetoed
@@ -25,6 +24,7 @@ from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fie
 from torchsmith.explain.scanner import Hit, Scanner
 from torchsmith.explain.shell import Platform, for_windows, marks, platform_of
 from torchsmith.knowledge.build_facts import load_build_facts
+from torchsmith.util.progress import ByteProgress, offset
 
 MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
@@ -352,7 +352,7 @@ def explain_files(
     context: Mapping[str, str] | None = None,
     context_source: str | None = None,
     rules: Sequence[Rule] | None = None,
-    progress: Progress | None = None,
+    progress: ByteProgress | None = None,
 ) -> ExplainResult:
     """Diagnose the logs ``names`` ("-" is stdin). Raises InputError for unreadable inputs.
     ``progress`` is told the bytes read of the inputs' total size (a pipe has none: not told)."""
@@ -363,14 +363,11 @@ def explain_files(
     for stream, size in zip(streams, sizes, strict=True):
         done = None
         if progress is not None and size:  # a pipe's bytes have no total to count against
-            done = _teller(progress, before, size, total, stream.name)
+            shown = "standard input" if stream.name == "-" else stream.name
+            done = offset(progress, before, total, shown, size=size)
         explainer.feed_stream(stream, done)
         before += size
     return explainer.result(context, context_source)
-
-
-class Progress(Protocol):
-    def __call__(self, done: int, total: int, current: str) -> None: ...
 
 
 def _size(stream: Stream) -> int:
@@ -381,14 +378,6 @@ def _size(stream: Stream) -> int:
     except (OSError, ValueError, io.UnsupportedOperation):
         return 0
     return info.st_size if stat.S_ISREG(info.st_mode) else 0
-
-
-def _teller(
-    progress: Progress, before: int, size: int, total: int, name: str
-) -> Callable[[int], None]:
-    """What one log's reader tells: its bytes read, capped at its size, after the logs before."""
-    shown = "standard input" if name == "-" else name
-    return lambda read: progress(before + min(read, size), total, shown)
 
 
 def _counted(stream: Stream, done: Callable[[int], None]) -> Iterator[bytes]:

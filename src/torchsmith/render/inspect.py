@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from torchsmith.binaries.archs import RunsOn
 from torchsmith.binaries.reader import BinaryReport
-from torchsmith.binaries.targets import InspectReport, ProgressCallback
-from torchsmith.render.progress import byte_progress
+from torchsmith.binaries.targets import InspectReport
 
 
 def render_inspect(report: InspectReport, console: Console, *, show_all: bool = False) -> None:
@@ -122,10 +118,3 @@ def _runs_on_line(result: RunsOn, gpu: str | None) -> Text:
     if result.detail:  # an AMD verdict has none: no blank line under it
         text.append(f"\n  {result.detail}", style="dim")
     return text
-
-
-@contextmanager
-def progress_bar(console: Console) -> Iterator[ProgressCallback]:
-    """A callback for inspect_target that draws a bar on ``console`` once the work is big."""
-    with byte_progress(console, "inspect") as update:
-        yield update

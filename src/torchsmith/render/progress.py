@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,13 +16,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from torchsmith.util.progress import ByteProgress
+
 PROGRESS_MIN_BYTES = 128 << 20  # below this the work takes well under a second: no bar
-
-
-class ByteProgress(Protocol):
-    """Told the bytes done and in all, and what is being read now."""
-
-    def __call__(self, done: int, total: int, current: str) -> None: ...
 
 
 @contextmanager
