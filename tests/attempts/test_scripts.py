@@ -16,8 +16,9 @@ from tests.build.configs import cmake_config, commit_all, copy_project
 from torchsmith import platforms
 from torchsmith.build.drivers import CPP_EXT_PARALLEL, parallel_extension_steps
 from torchsmith.build.model import BuildConfig, Project, Step
-from torchsmith.build.scripts import cmd_quote, emit_script, ps_quote, shell_command, write_script
+from torchsmith.build.scripts import cmd_quote, emit_script, shell_command, write_script
 from torchsmith.errors import InputError, UsageError
+from torchsmith.util.shellwords import ps_quote
 
 GOLDEN = Path(__file__).parent / "golden"
 NVCC = Path("/usr/local/cuda-13.0/bin/nvcc")

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.util.winargv import cmd_unescaped, msvc_argv
 
 from torchsmith.cli import main
-from torchsmith.render.review import _argv_quote, _cmd_escaped
 from torchsmith.review.parse import logical_lines
 
 
@@ -132,71 +132,6 @@ def test_a_pip_install_from_an_index_needs_a_checkout_to_build(
     assert data["sections"][0]["corrected"]["needs"] == []
 
 
-def _msvc_argv(line: str) -> list[str]:
-    """How a Windows program (Python's launcher: the MSVC rules) splits its command line."""
-    args: list[str] = []
-    current: list[str] = []
-    quoted = started = False
-    i = 0
-    while i < len(line):
-        slashes = len(line[i:]) - len(line[i:].lstrip("\\"))
-        if slashes and line[i + slashes : i + slashes + 1] == '"':
-            current.append("\\" * (slashes // 2))
-            if slashes % 2:
-                current.append('"')
-                i += slashes + 1
-            else:
-                i += slashes
-            started = True
-            continue
-        ch = line[i]
-        if ch == '"':
-            quoted, started = not quoted, True
-        elif ch in " \t" and not quoted:
-            if started:
-                args.append("".join(current))
-            current, started = [], False
-        else:
-            current.append(ch)
-            started = True
-        i += 1
-    if started:
-        args.append("".join(current))
-    return args
-
-
-def _cmd_unescaped(line: str) -> str:
-    """What cmd hands the program: its ^ escapes removed outside its quotes."""
-    out: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "^" and not quoted:
-            i += 1
-            ch = line[i]
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        'CMAKE_CXX_FLAGS=/EHsc /DFOO="bar baz"',
-        'CMAKE_CXX_FLAGS=/DNAME="a&b|c" /W3',
-        "CMAKE_PREFIX_PATH=C:\\Program Files\\deps\\",
-        "CMAKE_ARGS=-DX=1;2 -DY=3",
-    ],
-)
-def test_a_windows_argument_reaches_the_program_whole(value: str) -> None:
-    word = _cmd_escaped(_argv_quote(value))
-    assert _msvc_argv(_cmd_unescaped(word)) == [value]
-    assert _msvc_argv(_argv_quote(value)) == [value]  # after PowerShell's --%, as written
-
-
 def test_a_windows_corrected_command_with_a_quote_in_a_value_runs_in_cmd_and_powershell(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -214,11 +149,11 @@ def test_a_windows_corrected_command_with_a_quote_in_a_value_runs_in_cmd_and_pow
         for m in re.finditer(r"(?m)^corrected \((cmd|PowerShell)\): (.*)$", out)
     }
     value = 'CMAKE_CXX_FLAGS=/EHsc /DFOO="bar baz"'
-    cmd = _msvc_argv(_cmd_unescaped(lines["cmd"]))
+    cmd = msvc_argv(cmd_unescaped(lines["cmd"]))
     assert cmd[cmd.index("--set") + 1] == value
     head, rest = lines["PowerShell"].split(" --% ", 1)
     assert head == "torchsmith"
-    ps = _msvc_argv(rest)
+    ps = msvc_argv(rest)
     assert ps[ps.index("--set") + 1] == value
 
 
@@ -242,13 +177,3 @@ def test_a_wheel_at_hand_needs_no_checkout(
     )
     data = _review(capsys, script, "--gpu", "RTX 4090", "--os", "linux")
     assert data["sections"][0]["corrected"]["needs"] == []
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [['"b', "'<<%|'\\b"], ['a"b', "x&y"], ["one two", 'q"', "<in>"]],
-)
-def test_cmd_escaping_follows_the_quotes_across_the_whole_line(argv: list[str]) -> None:
-    # review: escaping word by word left a < live after a word with an odd number of quotes
-    line = _cmd_escaped(" ".join(_argv_quote(a) for a in argv))
-    assert _msvc_argv(_cmd_unescaped(line)) == argv

@@ -19,7 +19,7 @@ from torchsmith.build.config import (
 )
 from torchsmith.build.detect import is_cuda_project
 from torchsmith.build.model import BuildConfig
-from torchsmith.build.scripts import shell_word
+from torchsmith.build.scripts import shell_command
 from torchsmith.build.tree import BuildCache, TreeFacts
 from torchsmith.knowledge import Knowledge
 from torchsmith.knowledge.build_facts import BuildFacts, load_build_facts
@@ -403,8 +403,8 @@ def cpu_torch_fix(config: BuildConfig, torch: str) -> str:
     """What to do when the target torch is a CPU build and CUDA code was wanted: a CUDA torch
     for the build's GPUs, of the CUDA major version of the toolkit the build uses."""
     ccs = dict.fromkeys(entry_cc(e.removesuffix("+PTX")) for e in config.arch_list)
-    plan = " ".join(
-        ["torchsmith plan --python", shell_word(config.python), *(f"--cc {c}" for c in ccs)]
+    plan = shell_command(
+        ["torchsmith", "plan", "--python", config.python, *(a for c in ccs for a in ("--cc", c))]
     )
     toolkit = (
         f"; with the toolkit at {config.cuda_home}, one built for CUDA "
@@ -508,7 +508,8 @@ def clean_fix(tree: str) -> str:
     """The fix of a stale cache: clean the tree the build is about (named, since the build may
     have been run from another folder)."""
     return (
-        f"clean the build outputs and configure again: torchsmith clean --yes {shell_word(tree)} "
+        "clean the build outputs and configure again: "
+        f"{shell_command(('torchsmith', 'clean', '--yes', tree))} "
         "(without --yes it lists them first), or build --clean"
     )
 

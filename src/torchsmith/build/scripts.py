@@ -28,6 +28,7 @@ from torchsmith import platforms
 from torchsmith.build.drivers import CPP_EXT_PARALLEL
 from torchsmith.build.model import BuildConfig, Step
 from torchsmith.errors import InputError, UsageError
+from torchsmith.util.shellwords import ps_quote, windows_command
 
 Shell = Literal["bash", "powershell", "cmd"]
 SHELLS: tuple[Shell, ...] = ("bash", "powershell", "cmd")
@@ -51,29 +52,15 @@ def emit_script(config: BuildConfig, shell: Shell) -> str:
     raise UsageError(f"unknown shell {shell!r}", tip=f"pick one of: {', '.join(SHELLS)}")
 
 
-def shell_word(value: str) -> str:
-    """``value`` as one word of a command for this machine's shell, in a fix someone copies."""
-    if platforms.current_os() == "windows":
-        return f'"{value}"' if re.search(r'[\s&|<>^%"()]', value) or not value else value
-    return shlex.quote(value)
-
-
 def shell_command(argv: Iterable[str]) -> str:
-    """``argv`` as one command for this machine's shell, in a fix someone copies. On Windows a
-    quoted program runs in cmd as it is, while PowerShell reads a quoted first word as a string
-    and needs its call operator ``&``, which cmd refuses: both lines are given then."""
+    """``argv`` as one command for this machine's shell, in a fix someone copies. On Windows,
+    where cmd and PowerShell quote differently (PowerShell runs a quoted program only through its
+    call operator ``&``, which cmd refuses), both lines are given when they differ."""
     words = list(argv)
-    line = " ".join(shell_word(w) for w in words)
-    if platforms.current_os() != "windows" or all(WINDOWS_BARE.match(w) for w in words):
-        return line
-    # PowerShell reads ' and $ inside cmd's double quotes, and a quoted first word as a string
-    ps = " ".join(w if WINDOWS_BARE.match(w) else ps_quote(w) for w in words)
-    return f"{line} (in PowerShell: & {ps})"
-
-
-# a word that cmd and PowerShell both take as it is (not , or @: PowerShell's array operator and
-# splatting sigil)
-WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+=-]+$")
+    if platforms.current_os() != "windows":
+        return shlex.join(words)
+    cmd, ps = windows_command(words)
+    return cmd if cmd == ps else f"{cmd} (in PowerShell: {ps})"
 
 
 def _check_names(config: BuildConfig) -> None:
@@ -244,14 +231,6 @@ def _bash_step(step: Step) -> list[str]:
 
 
 # -- PowerShell ---------------------------------------------------------------------------------
-def ps_quote(value: str) -> str:
-    """A PowerShell single-quoted literal: nothing inside expands; ``'`` doubles.
-
-    PowerShell also treats the typographic quotes U+2018..U+201B as single quotes; double them too.
-    """
-    return "'" + re.sub(r"(['\u2018\u2019\u201a\u201b])", r"\1\1", value) + "'"
-
-
 def _powershell(config: BuildConfig) -> str:
     p = ps_quote
     tree = config.project.path

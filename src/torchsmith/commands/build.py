@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from torchsmith.build.model import BuildConfig
-from torchsmith.build.scripts import shell_word
+from torchsmith.build.scripts import shell_command
 from torchsmith.commands.common import (
     check_script_shell,
     console,
@@ -144,7 +144,7 @@ def _provable_clean_step(config: BuildConfig, as_json: bool) -> BuildConfig:
         click.echo(
             f"note: the script has no clean step: {relative} holds files `torchsmith clean` "
             "does not prove to be build outputs (tracked or new files); clean it with "
-            f"`torchsmith clean {shell_word(str(tree))}` instead",
+            f"`{shell_command(('torchsmith', 'clean', str(tree)))}` instead",
             err=True,
         )
     return replace(config, project=replace(config.project, build_dir=None))
@@ -186,8 +186,8 @@ def _clean(tree: Path, as_json: bool) -> None:
         raise ToolError(
             f"--clean: {len(result.failed)} build outputs could not be removed: "
             f"{result.failed[0].path}: {result.failed[0].message}",
-            tip=f"close what holds them, or run `torchsmith clean {shell_word(str(tree))}` to see "
-            "the list",
+            tip="close what holds them, or run "
+            f"`{shell_command(('torchsmith', 'clean', str(tree)))}` to see the list",
         )
 
 
@@ -399,7 +399,8 @@ def _refuse(
     if after_clean:
         raise InputError(
             f"preflight, after --clean: {first.message}{where}",
-            tip=f"clean kept it (torchsmith clean {shell_word(str(tree))} says why); {first.fix} "
+            tip=f"clean kept it ({shell_command(('torchsmith', 'clean', str(tree)))} says why); "
+            f"{first.fix} "
             "(or pass --force to build anyway)",
         )
     raise InputError(

@@ -7,14 +7,10 @@ OS: copied into another shell, they still install into that environment and no o
 
 from __future__ import annotations
 
-import re
 import shlex
 
-from torchsmith.build.scripts import ps_quote
 from torchsmith.plan.model import Installer, SourceBuild
-
-# a Windows path cmd and PowerShell both take as it is
-_WINDOWS_BARE = re.compile(r"^[A-Za-z0-9_:\\/.+-]+$")
+from torchsmith.util.shellwords import WINDOWS_BARE, ps_quote
 
 
 def wheel_commands(
@@ -56,7 +52,7 @@ def _interpreters(
     if os_name != "windows":
         quoted = shlex.quote(python)
         return [(None, (quoted, quoted))]
-    if _WINDOWS_BARE.match(python):
+    if WINDOWS_BARE.match(python):
         return [(None, (python, python))]
     cmd = f'"{python}"'
     ps = ps_quote(python)  # ' and the typographic quotes PowerShell also takes for one, doubled

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from torchsmith.build.scripts import WINDOWS_BARE, ps_quote
 from torchsmith.review import ReviewResult
 from torchsmith.review.correct import Corrected
+from torchsmith.util.shellwords import windows_command
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -60,35 +60,6 @@ def render_review(result: ReviewResult, console: Console) -> None:
         console.print(Text("never tried: " + line, style="yellow"))
 
 
-def _argv_quote(arg: str) -> str:
-    """One argument in double quotes, as a Windows program splits its command line (the MSVC
-    rules Python's own launcher uses): a ``"`` inside is ``\\"``, and the backslashes before a
-    quote, the closing one included, are doubled."""
-    out: list[str] = []
-    slashes = 0
-    for ch in arg:
-        if ch == "\\":
-            slashes += 1
-            continue
-        out.append("\\" * (2 * slashes + 1) + ch if ch == '"' else "\\" * slashes + ch)
-        slashes = 0
-    return '"' + "".join(out) + "\\" * (2 * slashes) + '"'
-
-
-def _cmd_escaped(word: str) -> str:
-    """``word`` for a cmd prompt: cmd reads every ``"`` as opening or closing a quote (``\\"``
-    too), and outside its quotes ``& | < > ^`` are its own unless escaped with ``^``."""
-    out: list[str] = []
-    quoted = False
-    for ch in word:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch in "&|<>^":
-            out.append("^")
-        out.append(ch)
-    return "".join(out)
-
-
 def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     """The command quoted for the target's shell, then what it still needs and each setting it
     leaves out, with why."""
@@ -96,14 +67,7 @@ def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     if os_name != "windows":
         console.print(Text.assemble(("corrected: ", "bold"), shlex.join(argv)), soft_wrap=True)
     else:  # cmd and PowerShell quote differently (in PowerShell a bare ; ends the command)
-        words = [a if WINDOWS_BARE.match(a) else _argv_quote(a) for a in argv]
-        cmd = _cmd_escaped(" ".join(words))  # cmd's quote state runs across the whole line
-        if any(not WINDOWS_BARE.match(a) and ('"' in a or a.endswith("\\")) for a in argv):
-            # Windows PowerShell 5.1 passes a " or a final \ inside a quoted word on wrongly;
-            # after --% every PowerShell passes the rest of the line on exactly as written
-            ps = " ".join([words[0], "--%", *words[1:]])
-        else:
-            ps = " ".join(a if WINDOWS_BARE.match(a) else ps_quote(a) for a in argv)
+        cmd, ps = windows_command(argv)
         lines = [("corrected: ", cmd)] if cmd == ps else [
             ("corrected (cmd): ", cmd), ("corrected (PowerShell): ", ps)
         ]  # fmt: skip
