@@ -121,6 +121,25 @@ def test_interleaved_parallel_output_and_small_chunks(tmp_path: Path) -> None:
     assert explainer.inputs[0].lines == 902
 
 
+@pytest.mark.parametrize("chunk_size", [4096, 1 << 20])
+def test_a_last_line_without_a_newline_is_read_as_the_line_after(
+    tmp_path: Path, chunk_size: int
+) -> None:
+    # the last line was its own chunk, so a rule that needs it after its own line never saw it
+    log = tmp_path / "log.txt"
+    lines = [f"[{i}/900] ptxas info" for i in range(600)]
+    lines += [
+        "error: 'sm_103a' is not a recognized processor for this target (ignoring processor)",
+        "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.idx.i32",
+    ]
+    log.write_text("\n".join(lines))
+    stream = open_log(str(log))
+    explainer = Explainer()
+    explainer.feed(stream.name, chunks(stream, chunk_size=chunk_size), stream.encoding)
+    assert explainer.matches["toolkit.llvm-unknown-processor"].line == 601
+    assert explainer.inputs[0].lines == 602
+
+
 def test_line_longer_than_a_chunk(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_text("a" * 10000 + "\n" + LOG)

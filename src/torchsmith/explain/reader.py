@@ -102,10 +102,11 @@ def _looks_like_text(text: str) -> bool:
 
 
 def chunks(stream: Stream, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
-    """UTF-8 chunks of the log, each ending after a newline (the last one may not)."""
+    """UTF-8 chunks of the log, each ending after a newline (the last one may not). A last line
+    without a newline stays in the chunk before it, where the lines before it look for it."""
     try:
         raw = _raw_utf8(stream, chunk_size)
-        carry = b""
+        carry = pending = b""
         for block in raw:
             data = carry + block if carry else block
             cut = data.rfind(b"\n") + 1
@@ -115,7 +116,13 @@ def chunks(stream: Stream, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
             if cut == 0:
                 cut = len(data)
             carry = data[cut:]
-            yield data[:cut]
+            if pending:
+                yield pending
+            pending = data[:cut]
+        if pending and carry and len(carry) < MAX_CARRY:
+            pending, carry = pending + carry, b""
+        if pending:
+            yield pending
         if carry:
             yield carry
     finally:
