@@ -401,6 +401,42 @@ def test_builds_go_together() -> None:
     assert not builds_go_together("rocm7.9.0rc20250923", "rocm7.0.0rc20250903")
 
 
+def test_cuda_tags_against_a_version() -> None:
+    from torchsmith.explain.derive import cuda_tag_at_least, cuda_tag_below  # noqa: PLC0415
+
+    assert cuda_tag_below("cu111", "11.7")
+    assert cuda_tag_below("cu92", "11.6")
+    assert not cuda_tag_below("cu118", "11.7")
+    assert cuda_tag_at_least("cu121", "11.7")
+    assert not cuda_tag_at_least("cu102", "11.6")
+    assert not cuda_tag_below("rocm6.2", "11.7")  # not a CUDA tag: neither holds
+    assert not cuda_tag_at_least("rocm6.2", "11.7")
+
+
+def test_flash_attn_cuda_check_blames_torch_only_when_torch_is_older() -> None:
+    """flash-attn prints torch.__version__ after its nvcc check: a torch built for a new enough CUDA
+    means the toolkit is the one to change; an older torch means the environment is too old."""
+    head = (
+        "RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure "
+        "nvcc has a supported version by running nvcc -V.\n\n\ntorch.__version__  = "
+    )
+    old = explain_text(head + "1.9.0+cu111\n").diagnoses
+    new = explain_text(head + "2.3.1+cu121\n").diagnoses
+    assert old[0].rule == "toolkit.torch-cuda-older-than-package-needs"
+    assert new[0].rule == "toolkit.nvcc-older-than-package-needs"
+    assert "toolkit.nvcc-older-than-package-needs" not in [d.rule for d in old]
+
+
+def test_advice_and_library_log_lines_are_not_how_a_run_ended() -> None:
+    advice = "Testing 0 img\nIf you encounter CUDA out of memory, try to set --tile to 200.\n"
+    assert "memory.cuda-oom" not in [d.rule for d in explain_text(advice).diagnoses]
+    cpuinfo = (
+        'Error in cpuinfo: failed to parse file /sys/devices/system/cpu/kernel_max: "-1\n'
+        "[('tiger, Panthera tigris', 91.03)]\n"
+    )
+    assert not explain_text(cpuinfo).diagnoses
+
+
 def test_a_package_list_of_one_build_is_no_companion_mismatch() -> None:
     """A list whose companions share torch's build says nothing; one of another build does."""
     same = "torch==2.6.0+cu126\ntorchaudio==2.6.0+cu126\ntorchvision==0.21.0+cu124\n"

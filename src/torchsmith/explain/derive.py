@@ -146,11 +146,32 @@ def _release_variants(minor: str) -> frozenset[str] | None:
     return frozenset(found) or None
 
 
+def cuda_tag_below(tag: str, version: str) -> bool:
+    """Whether a CUDA build tag (cu111) names a CUDA older than ``version`` (11.7); False where
+    either does not read as one."""
+    found, wanted = re.fullmatch(r"cu(\d{1,2})(\d)", tag), _CC.fullmatch(version)
+    if found is None or wanted is None:
+        return False
+    have = (int(found.group(1)), int(found.group(2)))
+    return have < (int(wanted.group(1)), int(wanted.group(2)))
+
+
+def cuda_tag_at_least(tag: str, version: str) -> bool:
+    """Whether a CUDA build tag names ``version`` or newer; False where either does not read."""
+    return (
+        re.fullmatch(r"cu\d{2,3}", tag) is not None
+        and _CC.fullmatch(version) is not None
+        and (not cuda_tag_below(tag, version))
+    )
+
+
 # name -> (number of fields it reads, the test)
 CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {
     "runs_built_cubin": (2, runs_built_cubin),
     "builds_go_together": (2, builds_go_together),
     "release_has_variant": (2, release_has_variant),
+    "cuda_tag_below": (2, cuda_tag_below),
+    "cuda_tag_at_least": (2, cuda_tag_at_least),
 }
 
 
