@@ -446,6 +446,24 @@ def test_a_package_list_of_one_build_is_no_companion_mismatch() -> None:
     assert [d.rule for d in explain_text(other).diagnoses] == [rule]
 
 
+def test_a_companion_of_another_build_is_found_after_one_of_the_same() -> None:
+    # the next pattern's first match (torchaudio, same build) was the only one checked
+    log = "torch==2.6.0+cu126\ntorchaudio==2.6.0+cu126\ntorchvision==0.21.0+cpu\n"
+    found = explain_text(log).diagnoses
+    assert [d.rule for d in found] == ["install.companion-listed-for-other-build"]
+    assert found[0].values["companion"] == "torchvision"
+
+
+def test_pip_names_the_requirements_line_in_parentheses_of_its_own() -> None:
+    log = (
+        "ERROR: Could not find a version that satisfies the requirement torch==2.1.0 "
+        "(from -r requirements.txt (line 2)) (from versions: 2.2.0, 2.3.0)\n"
+    )
+    found = explain_text(log).diagnoses
+    assert found[0].rule == "install.no-torch-for-python"
+    assert found[0].values["available"] == "2.2.0, 2.3.0"
+
+
 def test_nccl_debug_lines_of_a_run_that_went_on_stay_quiet() -> None:
     log = (
         "node1:123:456 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"

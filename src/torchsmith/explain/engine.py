@@ -64,18 +64,21 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
         if not all(req.search(text) for req in rule.require):
             return None
         values = {k: v for k, v in found.groupdict().items() if v is not None}
-        if rule.next:
-            following = next((m for p in rule.next if (m := p.search(after))), None)
-            if following is None:
-                return None
-            values.update({k: v for k, v in following.groupdict().items() if v is not None})
         # read on after the match in the same line first: a log shipper's one-line record
         rest = text[found.end() :] + "\n" + after if rule.next_values else after
         for extra in filter(None, (p.search(rest) for p in rule.next_values)):
             values.update({k: v for k, v in extra.groupdict().items() if v is not None})
-        if vetoed(rule.unless, values):
-            return None
-        return values
+        if not rule.next:
+            return None if vetoed(rule.unless, values) else values
+        # every following line a next pattern matches, in order: the first the unless checks let
+        # through decides (a package list's second companion may be the one of another build)
+        for following in (m for p in rule.next for m in p.finditer(after)):
+            found_values = values | {
+                k: v for k, v in following.groupdict().items() if v is not None
+            }
+            if not vetoed(rule.unless, found_values):
+                return found_values
+        return None
     return None
 
 
