@@ -452,6 +452,7 @@ def test_a_companion_of_another_build_is_found_after_one_of_the_same() -> None:
     found = explain_text(log).diagnoses
     assert [d.rule for d in found] == ["install.companion-listed-for-other-build"]
     assert found[0].values["companion"] == "torchvision"
+    assert found[0].evidence[0].endswith("-> torchvision==0.21.0+cpu")  # the line that decided
 
 
 def test_pip_names_the_requirements_line_in_parentheses_of_its_own() -> None:

@@ -140,6 +140,19 @@ def test_a_last_line_without_a_newline_is_read_as_the_line_after(
     assert explainer.inputs[0].lines == 602
 
 
+def test_bytes_done_follows_the_chunks_handed_out(tmp_path: Path) -> None:
+    # review: the reader holds a chunk back, and progress told what it had read (a block ahead)
+    log = tmp_path / "log.txt"
+    line = "x" * 99 + "\n"
+    log.write_text(line * 200 + "tail without newline")
+    stream = open_log(str(log))
+    handed = 0
+    for chunk in chunks(stream, chunk_size=1000):
+        handed += len(chunk)
+        assert handed - len(line) <= stream.bytes_done <= handed + len(line)
+    assert stream.bytes_done == log.stat().st_size
+
+
 def test_line_longer_than_a_chunk(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_text("a" * 10000 + "\n" + LOG)

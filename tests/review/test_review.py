@@ -680,13 +680,8 @@ def test_a_windows_correction_is_written_for_cmd_and_powershell() -> None:
     console = Console(record=True, width=200)
     _corrected(corrected, "windows", console)
     text = console.export_text()
-    assert (
-        'corrected (cmd): torchsmith build . --set "CMAKE_PREFIX_PATH=C:\\libs\\a;C:\\libs\\b"'
-        in text
-    )
-    assert (
-        "corrected (PowerShell): torchsmith build . --set 'CMAKE_PREFIX_PATH=C:\\libs\\a;" in text
-    )
+    # one line: inside double quotes neither cmd nor PowerShell ends the command at ;
+    assert 'corrected: torchsmith build . --set "CMAKE_PREFIX_PATH=C:\\libs\\a;C:\\libs\\b"' in text
     plain = Console(record=True, width=200)
     _corrected(Corrected(build_args=(".", "--cc", "9.0")), "windows", plain)
     assert "corrected: torchsmith build . --cc 9.0" in plain.export_text()
@@ -701,4 +696,7 @@ def test_a_windows_correction_quotes_powershells_comma() -> None:
 
     console = Console(record=True, width=200)
     _corrected(Corrected(build_args=(".", "--set", "X=80,90")), "windows", console)
-    assert "corrected (PowerShell): torchsmith build . --set 'X=80,90'" in console.export_text()
+    assert 'corrected: torchsmith build . --set "X=80,90"' in console.export_text()
+    dollar = Console(record=True, width=200)
+    _corrected(Corrected(build_args=(".", "--set", "X=$HOME")), "windows", dollar)
+    assert "corrected (PowerShell): torchsmith build . --set 'X=$HOME'" in dollar.export_text()

@@ -144,14 +144,15 @@ def test_a_windows_corrected_command_with_a_quote_in_a_value_runs_in_cmd_and_pow
     )
     main(["review", str(script), "--gpu", "RTX 5070", "--os", "windows", "--ram", "64"])
     out = capsys.readouterr().out
-    lines = {
-        m.group(1): m.group(2)
-        for m in re.finditer(r"(?m)^corrected \((cmd|PowerShell)\): (.*)$", out)
-    }
+    lines = {m.group(1): m.group(2) for m in re.finditer(r"(?m)^corrected \(([^)]*)\): (.*)$", out)}
     value = 'CMAKE_CXX_FLAGS=/EHsc /DFOO="bar baz"'
     cmd = msvc_argv(cmd_unescaped(lines["cmd"]))
     assert cmd[cmd.index("--set") + 1] == value
-    head, rest = lines["PowerShell"].split(" --% ", 1)
+    # PowerShell 7.3+ passes a single-quoted word on as the program splits it
+    ps = re.findall(r"'((?:[^']|'')*)'", lines["PowerShell 7.3+"])
+    assert value in [w.replace("''", "'") for w in ps]
+    # Windows PowerShell 5.1 needs --%, after which it passes the rest on as written
+    head, rest = lines["Windows PowerShell 5.1"].split(" --% ", 1)
     assert head == "torchsmith"
     ps = msvc_argv(rest)
     assert ps[ps.index("--set") + 1] == value

@@ -53,14 +53,23 @@ def emit_script(config: BuildConfig, shell: Shell) -> str:
 
 
 def shell_command(argv: Iterable[str]) -> str:
-    """``argv`` as one command for this machine's shell, in a fix someone copies. On Windows,
-    where cmd and PowerShell quote differently (PowerShell runs a quoted program only through its
-    call operator ``&``, which cmd refuses), both lines are given when they differ."""
+    """``argv`` (a program and paths) as one command for this machine's shell, in a fix someone
+    copies. On Windows a path's final backslash is dropped (the same folder, and a word every
+    PowerShell passes on right), and PowerShell's line follows cmd's where cmd's does not run
+    there (a quoted program needs PowerShell's ``&``, which cmd refuses)."""
     words = list(argv)
     if platforms.current_os() != "windows":
         return shlex.join(words)
-    cmd, ps = windows_command(words)
-    return cmd if cmd == ps else f"{cmd} (in PowerShell: {ps})"
+    words = [_without_final_backslash(w) for w in words]
+    lines = windows_command(words)
+    first = lines[0][1]
+    rest = "; ".join(f"in {shell}: {line}" for shell, line in lines[1:])
+    return f"{first} ({rest})" if rest else first
+
+
+def _without_final_backslash(word: str) -> str:
+    trimmed = word.rstrip("\\")
+    return trimmed if "\\" in trimmed and not trimmed.endswith(":") else word
 
 
 def _check_names(config: BuildConfig) -> None:

@@ -399,9 +399,8 @@ def _refuse(
     if after_clean:
         raise InputError(
             f"preflight, after --clean: {first.message}{where}",
-            tip=f"clean kept it ({shell_command(('torchsmith', 'clean', str(tree)))} says why); "
-            f"{first.fix} "
-            "(or pass --force to build anyway)",
+            tip=f"{first.fix} (or pass --force to build anyway); clean kept it, and "
+            f"{shell_command(('torchsmith', 'clean', str(tree)))} says why",
         )
     raise InputError(
         f"preflight: {first.message}{where}",

@@ -82,11 +82,15 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
     return None
 
 
-def _with_result(rule: Rule, text: str, after: str | None) -> str:
-    """The evidence of a ``next`` rule: its line and the following line that completed it."""
+def _with_result(rule: Rule, text: str, after: str | None, values: Mapping[str, str]) -> str:
+    """The evidence of a ``next`` rule: its line and the following line that completed it (the
+    first whose match agrees with the values the rule kept: its unless checks may have passed
+    over earlier ones)."""
     for line in (after or "").split("\n"):
-        if any(p.search(line) for p in rule.next):
-            return f"{text} -> {line.strip()}"
+        for found in filter(None, (p.search(line) for p in rule.next)):
+            read = {k: v for k, v in found.groupdict().items() if v is not None}
+            if all(values.get(k) == v for k, v in read.items()):
+                return f"{text} -> {line.strip()}"
     return text
 
 
@@ -124,7 +128,7 @@ class Explainer:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
                 values = match_line(rule, text, after or "")
                 if values is not None:
-                    shown = _with_result(rule, text, after) if rule.next else text
+                    shown = _with_result(rule, text, after, values) if rule.next else text
                     self._record(rule, name, hit.line, shown, values)
         size, lines, tail = self.scanner.last_size, self.scanner.last_lines, self.scanner.last_tail
         complete = len(tail) == size
@@ -384,10 +388,11 @@ def _size(stream: Stream) -> int:
 
 
 def _counted(stream: Stream, done: Callable[[int], None]) -> Iterator[bytes]:
-    """The stream's chunks, telling ``done`` the bytes read after each."""
+    """The stream's chunks, telling ``done`` the bytes of the log behind them after each (not
+    what the reader has read: it holds a chunk back)."""
     for chunk in chunks(stream):
         yield chunk
-        done(stream.bytes_read)
+        done(stream.bytes_done)
 
 
 def explain_text(

@@ -34,6 +34,9 @@ class Stream:
     encoding: str
     head: bytes  # the sniffed first bytes, BOM already removed
     bytes_read: int = 0
+    bytes_done: int = (
+        0  # of those, the bytes behind the chunks handed out (chunks() holds one back)
+    )
     close: bool = True
 
 
@@ -107,6 +110,7 @@ def chunks(stream: Stream, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     try:
         raw = _raw_utf8(stream, chunk_size)
         carry = pending = b""
+        pending_read = 0
         for block in raw:
             data = carry + block if carry else block
             cut = data.rfind(b"\n") + 1
@@ -117,13 +121,16 @@ def chunks(stream: Stream, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
                 cut = len(data)
             carry = data[cut:]
             if pending:
+                stream.bytes_done = pending_read
                 yield pending
-            pending = data[:cut]
+            pending, pending_read = data[:cut], stream.bytes_read
         if pending and carry and len(carry) < MAX_CARRY:
             pending, carry = pending + carry, b""
         if pending:
+            stream.bytes_done = stream.bytes_read if not carry else pending_read
             yield pending
         if carry:
+            stream.bytes_done = stream.bytes_read
             yield carry
     finally:
         if stream.close:

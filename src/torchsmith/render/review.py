@@ -67,11 +67,8 @@ def _corrected(corrected: Corrected, os_name: str, console: Console) -> None:
     if os_name != "windows":
         console.print(Text.assemble(("corrected: ", "bold"), shlex.join(argv)), soft_wrap=True)
     else:  # cmd and PowerShell quote differently (in PowerShell a bare ; ends the command)
-        cmd, ps = windows_command(argv)
-        lines = [("corrected: ", cmd)] if cmd == ps else [
-            ("corrected (cmd): ", cmd), ("corrected (PowerShell): ", ps)
-        ]  # fmt: skip
-        for title, line in lines:
+        for shell, line in windows_command(argv):
+            title = f"corrected ({shell}): " if shell else "corrected: "
             console.print(Text.assemble((title, "bold"), line), soft_wrap=True)
     sections = (("still needs:", "yellow", corrected.needs), ("left out:", "", corrected.dropped))
     for title, style, items in sections:

@@ -8,12 +8,13 @@ the program splits its own command line after them:
   (:func:`argv_quote`);
 - cmd: every ``"`` opens or closes a quote (``\\"`` too), and outside its quotes ``& | < > ^`` are
   its own unless escaped with ``^`` (:func:`cmd_escaped`, across the whole line);
-- PowerShell: a single-quoted literal expands nothing (:func:`ps_quote`), a quoted first word is
-  a string unless called with ``&``, and Windows PowerShell 5.1 passes a ``"`` or a final ``\\``
-  inside a quoted word on wrongly; after ``--%`` every PowerShell passes the rest of the line on
-  exactly as written.
+- PowerShell: a single-quoted literal expands nothing (:func:`ps_quote`), and a quoted first word is
+  a string unless called with ``&``. PowerShell 7.3 and newer pass such a word on quoted as the
+  program splits it; Windows PowerShell 5.1 (and 7.2 or older) pass a ``"`` inside it, a final
+  ``\\`` or an empty word on wrongly, and need ``--%``, after which they pass the rest of the line
+  on as written (7.3 and newer do not: they split it at spaces).
 
-:func:`windows_command` gives cmd's line and PowerShell's for one argv.
+:func:`windows_command` gives the line for each Windows shell, one line where one serves all.
 """
 
 from __future__ import annotations
@@ -60,13 +61,44 @@ def cmd_escaped(line: str) -> str:
     return "".join(out)
 
 
-def windows_command(argv: Iterable[str]) -> tuple[str, str]:
-    """``argv`` as (cmd's line, PowerShell's line); the two are equal where no word needs quotes."""
+def windows_command(argv: Iterable[str]) -> list[tuple[str, str]]:
+    """``argv`` as (shell, line) pairs: ``("", line)`` where cmd's line runs the same in
+    PowerShell; else cmd's and PowerShell's, and where Windows PowerShell 5.1 would pass a word on
+    wrongly, PowerShell 7.3+'s and 5.1's apart (5.1's left out where ``--%`` cannot carry it)."""
     args = list(argv)
+    quoted = [a for a in args if not WINDOWS_BARE.match(a)]
     words = [a if WINDOWS_BARE.match(a) else argv_quote(a) for a in args]
     cmd = cmd_escaped(" ".join(words))  # cmd's quote state runs across the whole line
+    legacy_wrong = any(a == "" or '"' in a or a.endswith("\\") for a in quoted)
+    # inside "..." PowerShell expands $ and ` and ends the string at a typographic double quote
+    if (
+        WINDOWS_BARE.match(args[0])
+        and not legacy_wrong
+        and not any(_PS_LIVE.search(a) for a in quoted)
+    ):
+        return [("", cmd)]
     head = args[0] if WINDOWS_BARE.match(args[0]) else f"& {ps_quote(args[0])}"
-    rest = args[1:]
-    if any(not WINDOWS_BARE.match(a) and ('"' in a or a.endswith("\\")) for a in rest):
-        return cmd, " ".join([head, "--%", *words[1:]])
-    return cmd, " ".join([head, *(a if WINDOWS_BARE.match(a) else ps_quote(a) for a in rest)])
+    ps = " ".join([head, *(a if WINDOWS_BARE.match(a) else ps_quote(a) for a in args[1:])])
+    if not legacy_wrong:
+        return [("cmd", cmd), ("PowerShell", ps)]
+    legacy = " ".join([head, "--%", *words[1:]])
+    lines = [("cmd", cmd), ("PowerShell 7.3+", ps)]
+    if not _ends_parsing(legacy):
+        lines.append(("Windows PowerShell 5.1", legacy))
+    return lines
+
+
+_PS_LIVE = re.compile("[$`\u201c\u201d\u201e]")
+
+
+def _ends_parsing(line: str) -> bool:
+    """Whether Windows PowerShell would end ``--%`` early: at a ``|`` outside the quotes it counts
+    (each ``"`` opens or closes one; it knows no ``\\"``)."""
+    tail = line.split(" --% ", 1)[1]
+    quoted = False
+    for ch in tail:
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "|" and not quoted:
+            return True
+    return False
