@@ -3,11 +3,11 @@ cases an audit with hand-written scripts found wrong."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
+from tests.review.test_review import _review as review_json
 from tests.util.winargv import cmd_unescaped, msvc_argv
 
 from torchsmith.cli import main
@@ -15,8 +15,7 @@ from torchsmith.review.parse import logical_lines
 
 
 def _review(capsys: pytest.CaptureFixture[str], script: Path, *args: str) -> dict:  # type: ignore[type-arg]
-    main(["review", str(script), *args, "--json"])
-    return json.loads(capsys.readouterr().out)["data"]  # type: ignore[no-any-return]
+    return review_json(capsys, str(script), *args)[1]["data"]  # type: ignore[no-any-return]
 
 
 def _findings(data: dict) -> list[dict]:  # type: ignore[type-arg]

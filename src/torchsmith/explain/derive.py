@@ -149,20 +149,22 @@ def _release_variants(minor: str) -> frozenset[str] | None:
 def cuda_tag_below(tag: str, version: str) -> bool:
     """Whether a CUDA build tag (cu111) names a CUDA older than ``version`` (11.7); False where
     either does not read as one."""
-    found, wanted = re.fullmatch(r"cu(\d{1,2})(\d)", tag), _CC.fullmatch(version)
-    if found is None or wanted is None:
-        return False
-    have = (int(found.group(1)), int(found.group(2)))
-    return have < (int(wanted.group(1)), int(wanted.group(2)))
+    pair = _cuda_pair(tag, version)
+    return pair is not None and pair[0] < pair[1]
 
 
 def cuda_tag_at_least(tag: str, version: str) -> bool:
     """Whether a CUDA build tag names ``version`` or newer; False where either does not read."""
-    return (
-        re.fullmatch(r"cu\d{2,3}", tag) is not None
-        and _CC.fullmatch(version) is not None
-        and (not cuda_tag_below(tag, version))
-    )
+    pair = _cuda_pair(tag, version)
+    return pair is not None and pair[0] >= pair[1]
+
+
+def _cuda_pair(tag: str, version: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(the tag's CUDA, ``version``) as (major, minor) pairs: cu111 is 11.1, cu92 is 9.2."""
+    found, wanted = re.fullmatch(r"cu(\d{1,2})(\d)", tag), _CC.fullmatch(version)
+    if found is None or wanted is None:
+        return None
+    return (int(found.group(1)), int(found.group(2))), (int(wanted.group(1)), int(wanted.group(2)))
 
 
 # name -> (number of fields it reads, the test)

@@ -55,6 +55,13 @@ class _Values(dict[str, str]):
 def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
     """The values ``rule`` reads from ``text`` (and from ``after``, the next few non-blank lines
     joined by newlines, for a rule with ``next`` patterns), or None when it does not match."""
+    matched = _match(rule, text, after)
+    return None if matched is None else matched[0]
+
+
+def _match(rule: Rule, text: str, after: str) -> tuple[dict[str, str], str] | None:
+    """:func:`match_line`'s values, with the evidence to show: ``text``, and for a ``next`` rule
+    the following line that completed it."""
     for pattern in rule.patterns:
         found = pattern.search(text)
         if found is None:
@@ -69,7 +76,7 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
         for extra in filter(None, (p.search(rest) for p in rule.next_values)):
             values.update({k: v for k, v in extra.groupdict().items() if v is not None})
         if not rule.next:
-            return None if vetoed(rule.unless, values) else values
+            return None if vetoed(rule.unless, values) else (values, text)
         # every following line a next pattern matches, in order: the first the unless checks let
         # through decides (a package list's second companion may be the one of another build)
         for following in (m for p in rule.next for m in p.finditer(after)):
@@ -77,21 +84,16 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
                 k: v for k, v in following.groupdict().items() if v is not None
             }
             if not vetoed(rule.unless, found_values):
-                return found_values
+                return found_values, f"{text} -> {_line_at(after, following)}"
         return None
     return None
 
 
-def _with_result(rule: Rule, text: str, after: str | None, values: Mapping[str, str]) -> str:
-    """The evidence of a ``next`` rule: its line and the following line that completed it (the
-    first whose match agrees with the values the rule kept: its unless checks may have passed
-    over earlier ones)."""
-    for line in (after or "").split("\n"):
-        for found in filter(None, (p.search(line) for p in rule.next)):
-            read = {k: v for k, v in found.groupdict().items() if v is not None}
-            if all(values.get(k) == v for k, v in read.items()):
-                return f"{text} -> {line.strip()}"
-    return text
+def _line_at(text: str, found: re.Match[str]) -> str:
+    """The line of ``text`` where ``found`` ends (a pattern may read lines before it)."""
+    pos = max(found.start(), found.end() - 1)
+    end = text.find("\n", pos)
+    return text[text.rfind("\n", 0, pos) + 1 : end if end != -1 else len(text)].strip()
 
 
 class Explainer:
@@ -126,9 +128,9 @@ class Explainer:
                 rule = self.rules[index]
                 if rule.reads_after and after is None:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
-                values = match_line(rule, text, after or "")
-                if values is not None:
-                    shown = _with_result(rule, text, after, values) if rule.next else text
+                matched = _match(rule, text, after or "")
+                if matched is not None:
+                    values, shown = matched
                     self._record(rule, name, hit.line, shown, values)
         size, lines, tail = self.scanner.last_size, self.scanner.last_lines, self.scanner.last_tail
         complete = len(tail) == size

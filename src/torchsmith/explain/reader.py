@@ -34,9 +34,8 @@ class Stream:
     encoding: str
     head: bytes  # the sniffed first bytes, BOM already removed
     bytes_read: int = 0
-    bytes_done: int = (
-        0  # of those, the bytes behind the chunks handed out (chunks() holds one back)
-    )
+    # of those, the bytes behind the chunks handed out (chunks() holds one back)
+    bytes_done: int = 0
     close: bool = True
 
 
