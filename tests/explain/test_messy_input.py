@@ -215,6 +215,8 @@ HEADER = "Traceback (most recent call last):"
         (f"Stack (most recent call last):\n{FRAME}\n    main()\n", 0),  # logging's stack_info
         (f"{FRAME}\n    main()\n{FRAME}\n    traceback.print_stack()\n", 0),  # no header
         (f"{FRAME}\nmodel loaded\n", 0),
+        (f'{HEADER}\n{FRAME}\n    import x\n  File "/usr/lib/pyt\n', 4),  # stops in a frame
+        (f'{HEADER}\n{FRAME}\n  File "/usr/lib/pyt\n    import x\n', 0),  # not as the last line
         ("Successfully installed torch-2.8.0\n", 0),
         ("", 0),
     ],
@@ -226,6 +228,19 @@ def test_a_log_that_ends_inside_a_traceback(tail: str, cut: int) -> None:
     if cut and not result.diagnoses:
         assert not result.healthy
         assert "ends inside a Python traceback" in result.summary
+
+
+def test_a_corroborating_line_leads_when_the_log_is_cut_inside_a_traceback() -> None:
+    # pyannote-audio#855 in short: pip's conflict line alone is a run that went on; the same line
+    # above a traceback the copy cut short is the cause of the failure it shows
+    conflict = (
+        "torchvision 0.13.0 requires torch==1.12.0, "
+        "but you have torch 1.11.0 which is incompatible.\n"
+    )
+    assert not explain_text(conflict + "Successfully installed torch-1.11.0\n").diagnoses
+    cut = explain_text(f'{conflict}{HEADER}\n{FRAME}\n    import x\n  File "/usr/lib/pyt')
+    assert cut.inputs[0].traceback_cut_at
+    assert [d.rule for d in cut.diagnoses] == ["install.companion-requires-torch"]
 
 
 def test_the_cut_check_skips_a_partial_first_line_of_a_big_logs_tail() -> None:

@@ -34,6 +34,8 @@ TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of e
 _TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _FRAME = re.compile(r'^\s*File "[^"]{1,1000}", line \d{1,7}(?:, in \S{1,200})?\s*$')
 _CARETS = re.compile(r"^\s*[~^]{1,400}\s*$")
+# a log's last line, where the copy stopped inside a frame line ('  File "/usr/lib/pyt')
+_CUT_FRAME = re.compile(r'^\s*File "[^"]{0,1000}$')
 
 
 @dataclass
@@ -177,13 +179,13 @@ class Explainer:
     def result(
         self, context: Mapping[str, str] | None = None, source: str | None = None
     ) -> ExplainResult:
-        groups = rank([*self.matches.values(), *self.tails])
+        cut = any(i.traceback_cut_at for i in self.inputs)
+        groups = rank([*self.matches.values(), *self.tails], cut_in_traceback=cut)
         context = context or {}
         windows, posix = self._marks
         platform = platform_of(windows, posix, machine_os=context.get("os"))
         diagnoses = [_diagnosis(group, context, platform) for group in groups]
         total = sum(i.lines for i in self.inputs)
-        cut = any(i.traceback_cut_at for i in self.inputs)
         return ExplainResult(
             diagnoses=tuple(diagnoses),
             healthy=not diagnoses and not cut,
@@ -210,17 +212,19 @@ def last_lines(tail: bytes, lines: int, complete: bool = True) -> Iterator[tuple
 def traceback_cut_at(tail: bytes, lines: int, complete: bool = True) -> int:
     """The line where a log ends inside a Python traceback, before the exception line that every
     traceback ends with, or 0 (arguments as for ``last_lines``). Read back from the end, the lines
-    must be frames, each with an optional source line and 3.11's carets below it, up to the
-    traceback's header: a stack a program prints on purpose (traceback.print_stack, logging's
-    stack_info) has no header, and a log whose last traceback ends in its exception is whole."""
+    must be frames (the last may stop inside its path), each with an optional source line and
+    3.11's carets below it, up to the traceback's header: a stack a program prints on purpose
+    (traceback.print_stack, logging's stack_info) has no header, and a log whose last traceback
+    ends in its exception is whole."""
     end = source = 0  # source: the indent of the line below, when it must be a frame's source line
     state = "frame"  # what was read last: a frame (or nothing yet), carets, or a source line
     for line, raw in last_lines(tail, lines, complete):
+        last = not end
         end = end or line
         text = clean_line(raw)
         if _TRACEBACK_HEADER.match(text):
             return end if state == "frame" else 0
-        if _FRAME.match(text):
+        if _FRAME.match(text) or (last and _CUT_FRAME.match(text)):
             if state == "source" and source <= _indent(text):
                 return 0  # the line below is not indented under this frame: an exception line
             state = "frame"
@@ -241,7 +245,7 @@ def _key(match: _Match) -> tuple[int, int]:
     return (-match.rule.priority, match.order)
 
 
-def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
+def rank(matches: Iterable[_Match], cut_in_traceback: bool = False) -> list[list[_Match]]:
     """Group matches into problems, most likely root cause first.
 
     Specific root causes win; generic ones (the first compile error) are shown only when no
@@ -250,16 +254,17 @@ def rank(matches: Iterable[_Match]) -> list[list[_Match]]:
     higher rule priority first, then the earlier evidence (the first real error in a compile log
     beats the cascade after it). Matches of one category are one problem: the best rule leads and
     the others are listed as related. A ``corroborate`` rule (an informational line such as "No
-    CUDA runtime is found") counts only when the log failed: some other rule matched too, or it
-    ends in an error. Alone, the log is of a run that went on. A rule that ``overrides`` others
-    cancels their matches: its line shows their evidence is misleading in this log.
+    CUDA runtime is found") counts only when the log failed: some other rule matched too, it ends
+    in an error, or it was cut inside a traceback (``cut_in_traceback``: the run was raising an
+    exception where the text stops). Alone, the log is of a run that went on. A rule that
+    ``overrides`` others cancels their matches: its line shows their evidence is misleading here.
     """
     ordered = sorted(matches, key=_key)
     cancelled = {rid for m in ordered for rid in m.rule.overrides}
     ordered = [m for m in ordered if m.rule.id not in cancelled]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
-    if all(m.rule.corroborate for m in lines) and not ended_in_error:
+    if all(m.rule.corroborate for m in lines) and not ended_in_error and not cut_in_traceback:
         return []
     causes = [m for m in lines if not m.rule.symptom and not m.rule.generic]
     generic = [m for m in lines if m.rule.generic and not m.rule.symptom]
