@@ -261,3 +261,19 @@ def test_a_real_cut_log_is_not_called_healthy() -> None:
     # the check reads only well-formed tracebacks, so that log stays uncalled either way
     wrapped = CORPUS / "directml-168-pytorch-directml-torch-not-uninstalled" / "log.txt"
     assert explain_files([str(wrapped)]).inputs[0].traceback_cut_at == 0
+
+
+RETRY = (
+    "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after"
+    " connection broken by 'NewConnectionError(\"Failed to establish a new connection: [Errno 111]"
+    " Connection refused\")': /jp6/cu124/pillow/\n"
+)
+
+
+def test_a_log_that_stops_while_pip_retries_failed_and_one_that_went_on_did_not() -> None:
+    # jetson-containers#540 in short: the index was down and the copy stops at pip's retries
+    stopped = explain_text("Looking in indexes: http://jetson.example/jp6/cu124\n" + RETRY)
+    assert [d.rule for d in stopped.diagnoses] == ["install.index-unreachable"]
+    went_on = explain_text(RETRY + "Collecting pillow\nSuccessfully installed pillow-11.0.0\n")
+    assert went_on.healthy
+    assert not went_on.diagnoses
