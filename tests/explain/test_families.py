@@ -584,3 +584,45 @@ def test_pip_failures_name_the_network_and_the_index_not_the_python() -> None:
     assert [d.rule for d in explain_text(from_file).diagnoses][:1] == [
         "install.index-lacks-release"
     ]
+
+
+@pytest.mark.parametrize(
+    ("log", "expect"),
+    [
+        # a program's own notice that it skips torch.compile and goes on: torch raised nothing
+        (
+            "INFO:root:torch.compile is not supported on Python 3.12+. Skipping it.\nDone.\n",
+            None,
+        ),
+        (
+            "RuntimeError: Dynamo is not supported on Python 3.12+\n",
+            "general.compile-python-unsupported",
+        ),
+        # libc's names are no BLAS routines: torch's own libraries mixed, as before
+        (
+            "ImportError: /x/torch/lib/libc10.so: undefined symbol: strtod\n",
+            "cache.torch-libs-inconsistent",
+        ),
+        (
+            "ImportError: /x/torch/lib/libtorch_cpu.so: undefined symbol: dladdr\n",
+            "cache.torch-libs-inconsistent",
+        ),
+        (
+            "ImportError: /x/torch/lib/libtorch_cpu.so: undefined symbol: sgesdd_64_\n",
+            "libs.blas-symbol-missing",
+        ),
+        # BuildKit importing a build cache that was not pushed yet goes on with the build
+        ("#6 ERROR: ghcr.io/x/app:buildcache: manifest unknown\n#7 [1/5] FROM python:3.12\n", None),
+    ],
+    ids=[
+        "compile-notice",
+        "compile-raised",
+        "libc-strtod",
+        "libc-dladdr",
+        "ilp64-blas",
+        "buildkit-cache",
+    ],
+)
+def test_round_38_and_39_rules_on_nearby_lines(log: str, expect: str | None) -> None:
+    diagnoses = explain_text(log).diagnoses
+    assert (diagnoses[0].rule if diagnoses else None) == expect

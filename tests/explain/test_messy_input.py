@@ -217,6 +217,7 @@ HEADER = "Traceback (most recent call last):"
         (f"{FRAME}\nmodel loaded\n", 0),
         (f'{HEADER}\n{FRAME}\n    import x\n  File "/usr/lib/pyt\n', 4),  # stops in a frame
         (f'{HEADER}\n{FRAME}\n  File "/usr/lib/pyt\n    import x\n', 0),  # not as the last line
+        (f'{HEADER}\n{FRAME}\n    import x\n  File "/x.py", li\n', 4),  # after the closing quote
         ("Successfully installed torch-2.8.0\n", 0),
         ("", 0),
     ],
@@ -270,10 +271,41 @@ RETRY = (
 )
 
 
-def test_a_log_that_stops_while_pip_retries_failed_and_one_that_went_on_did_not() -> None:
+def test_a_log_that_stops_while_pip_retries_failed() -> None:
     # jetson-containers#540 in short: the index was down and the copy stops at pip's retries
     stopped = explain_text("Looking in indexes: http://jetson.example/jp6/cu124\n" + RETRY)
     assert [d.rule for d in stopped.diagnoses] == ["install.index-unreachable"]
-    went_on = explain_text(RETRY + "Collecting pillow\nSuccessfully installed pillow-11.0.0\n")
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "Collecting pillow\nSuccessfully installed pillow-11.0.0\n",
+        "Requirement already satisfied: numpy\nRequirement already satisfied: six\n",
+        "Collecting pillow\n  Downloading pillow.whl\nInstalling collected packages: pillow\n",
+        "Saved ./numpy-2.1.0.whl\nSuccessfully downloaded numpy\n",
+        "$ python train.py\nepoch 1 loss 0.3\nDone.\n",
+    ],
+)
+def test_a_retry_with_lines_after_it_went_on(after: str) -> None:
+    # only a retry that is the log's last line is how it ended (generic.ended-retrying, last_line)
+    went_on = explain_text(RETRY + after)
     assert went_on.healthy
     assert not went_on.diagnoses
+
+
+def test_a_cut_traceback_promotes_only_its_own_inputs_lines(tmp_path: Path) -> None:
+    runtime = "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\n"
+    note = tmp_path / "a.log"
+    note.write_text(runtime + "built\n")
+    cut = tmp_path / "b.log"
+    cut.write_text(f"{HEADER}\n{FRAME}\n")
+    result = explain_files([str(note), str(cut)])
+    assert not result.diagnoses
+    assert not result.healthy
+    cut.write_text(
+        f"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\n{HEADER}\n{FRAME}\n"
+    )
+    both = explain_files([str(note), str(cut)])
+    assert [d.rule for d in both.diagnoses] == ["toolkit.no-cuda-runtime"]
+    assert "ends inside a Python traceback" in both.summary

@@ -6,8 +6,8 @@ import io
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, vetoed
@@ -34,8 +34,8 @@ TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of e
 _TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _FRAME = re.compile(r'^\s*File "[^"]{1,1000}", line \d{1,7}(?:, in \S{1,200})?\s*$')
 _CARETS = re.compile(r"^\s*[~^]{1,400}\s*$")
-# a log's last line, where the copy stopped inside a frame line ('  File "/usr/lib/pyt')
-_CUT_FRAME = re.compile(r'^\s*File "[^"]{0,1000}$')
+# a last line where the copy stopped inside a frame ('  File "/usr/lib/py', '  File "/x.py", li')
+_CUT_FRAME = re.compile(r'^\s*File "(?:[^"]{0,1000}|[^"]{1,1000}",[^"]{0,240})$')
 
 
 @dataclass
@@ -47,6 +47,10 @@ class _Match:
     values: dict[str, str]
     count: int = 1
     order: int = 0  # position across all inputs, for "first error wins"
+    files: set[str] = field(default_factory=set)  # every input the rule matched in
+
+    def __post_init__(self) -> None:
+        self.files.add(self.file)
 
 
 class _Values(dict[str, str]):
@@ -152,6 +156,8 @@ class Explainer:
                 return
             text = clean_line(raw)
             for rule in self._tail_rules:
+                if rule.last_line and seen > 1:
+                    continue
                 values = match_line(rule, text)
                 if values is not None:
                     if rule.ends_well:
@@ -173,14 +179,16 @@ class Explainer:
             self.matches[rule.id] = _Match(rule, name, line, text, values, order=self._order)
             return
         known.count += 1
+        known.files.add(name)
         for key, value in values.items():
             known.values.setdefault(key, value)
 
     def result(
         self, context: Mapping[str, str] | None = None, source: str | None = None
     ) -> ExplainResult:
-        cut = any(i.traceback_cut_at for i in self.inputs)
-        groups = rank([*self.matches.values(), *self.tails], cut_in_traceback=cut)
+        cut_files = {i.name for i in self.inputs if i.traceback_cut_at}
+        cut = bool(cut_files)
+        groups = rank([*self.matches.values(), *self.tails], cut_files=cut_files)
         context = context or {}
         windows, posix = self._marks
         platform = platform_of(windows, posix, machine_os=context.get("os"))
@@ -245,7 +253,7 @@ def _key(match: _Match) -> tuple[int, int]:
     return (-match.rule.priority, match.order)
 
 
-def rank(matches: Iterable[_Match], cut_in_traceback: bool = False) -> list[list[_Match]]:
+def rank(matches: Iterable[_Match], cut_files: Collection[str] = ()) -> list[list[_Match]]:
     """Group matches into problems, most likely root cause first.
 
     Specific root causes win; generic ones (the first compile error) are shown only when no
@@ -255,7 +263,7 @@ def rank(matches: Iterable[_Match], cut_in_traceback: bool = False) -> list[list
     beats the cascade after it). Matches of one category are one problem: the best rule leads and
     the others are listed as related. A ``corroborate`` rule (an informational line such as "No
     CUDA runtime is found") counts only when the log failed: some other rule matched too, it ends
-    in an error, or it was cut inside a traceback (``cut_in_traceback``: the run was raising an
+    in an error, or its own input was cut inside a traceback (``cut_files``: the run was raising an
     exception where the text stops). Alone, the log is of a run that went on. A rule that
     ``overrides`` others cancels their matches: its line shows their evidence is misleading here.
     """
@@ -264,7 +272,8 @@ def rank(matches: Iterable[_Match], cut_in_traceback: bool = False) -> list[list
     ordered = [m for m in ordered if m.rule.id not in cancelled]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
-    if all(m.rule.corroborate for m in lines) and not ended_in_error and not cut_in_traceback:
+    raising = any(m.files.intersection(cut_files) for m in lines)
+    if all(m.rule.corroborate for m in lines) and not ended_in_error and not raising:
         return []
     causes = [m for m in lines if not m.rule.symptom and not m.rule.generic]
     generic = [m for m in lines if m.rule.generic and not m.rule.symptom]

@@ -85,6 +85,7 @@ _KNOWN_KEYS = frozenset(
         "tail",
         "overrides",
         "ends_well",
+        "last_line",
     }
 )
 
@@ -121,6 +122,9 @@ class Rule:
     # a tail rule whose line means the run finished well ("Successfully installed ..."): an error
     # printed before it is not how the run ended
     ends_well: bool = False
+    # a tail rule that reads only the log's very last non-blank line (pip still retrying where the
+    # log stops: a retry with more lines after it went on)
+    last_line: bool = False
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
@@ -238,8 +242,8 @@ def _parse_rule(family: str, raw: Any) -> Rule:
     anchors = _strings(raw["anchors"], where, "anchors", empty=tail)
     if tail and anchors:
         raise KnowledgeError(f"{where}: a tail rule reads the end of the log, not anchored lines")
-    if raw.get("ends_well") and not tail:
-        raise KnowledgeError(f"{where}: ends_well is for tail rules (the end of the log)")
+    if (raw.get("ends_well") or raw.get("last_line")) and not tail:
+        raise KnowledgeError(f"{where}: ends_well and last_line are for tail rules (the log's end)")
     rule = Rule(
         id=rid,
         family=family,
@@ -264,6 +268,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         unless=_unless(raw.get("unless", []), where),
         tail=tail,
         ends_well=bool(raw.get("ends_well", False)),
+        last_line=bool(raw.get("last_line", False)),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
