@@ -611,6 +611,26 @@ def test_pip_failures_name_the_network_and_the_index_not_the_python() -> None:
             "ImportError: /x/torch/lib/libtorch_cpu.so: undefined symbol: sgesdd_64_\n",
             "libs.blas-symbol-missing",
         ),
+        # a program that caught the error and went on without compiling
+        (
+            "WARNING: torch.compile failed (RuntimeError: Dynamo is not supported on Python "
+            "3.12+)\nrunning eager\nDone.\n",
+            None,
+        ),
+        (
+            "ImportError: /x/torch/lib/libtorch_cpu.so: undefined symbol: dsytrs_\n",
+            "libs.blas-symbol-missing",
+        ),
+        (
+            "ImportError('Requires Flash-Attention version >=2.7.1,<=2.7.4 "
+            "but got 2.8.0.post2.')\n",
+            "install.xformers-flash-attn-version",
+        ),
+        # a missing tag whose name holds "cache" is still a missing tag
+        (
+            "manifest for docker.io/library/memcached:9.9 not found: manifest unknown\n",
+            "devices.container-image-tag-missing",
+        ),
         # BuildKit importing a build cache that was not pushed yet goes on with the build
         ("#6 ERROR: ghcr.io/x/app:buildcache: manifest unknown\n#7 [1/5] FROM python:3.12\n", None),
     ],
@@ -620,6 +640,10 @@ def test_pip_failures_name_the_network_and_the_index_not_the_python() -> None:
         "libc-strtod",
         "libc-dladdr",
         "ilp64-blas",
+        "compile-caught",
+        "lapack-sytrs",
+        "xformers-quoted",
+        "memcached-tag",
         "buildkit-cache",
     ],
 )

@@ -218,6 +218,8 @@ HEADER = "Traceback (most recent call last):"
         (f'{HEADER}\n{FRAME}\n    import x\n  File "/usr/lib/pyt\n', 4),  # stops in a frame
         (f'{HEADER}\n{FRAME}\n  File "/usr/lib/pyt\n    import x\n', 0),  # not as the last line
         (f'{HEADER}\n{FRAME}\n    import x\n  File "/x.py", li\n', 4),  # after the closing quote
+        (f'{HEADER}\n{FRAME}\n    import x\n  File "/x.py"\n', 4),  # at the closing quote
+        (f'{HEADER}\n{FRAME}\n    import x\nFile "config.yaml", not found\n', 0),
         ("Successfully installed torch-2.8.0\n", 0),
         ("", 0),
     ],
@@ -271,9 +273,15 @@ RETRY = (
 )
 
 
-def test_a_log_that_stops_while_pip_retries_failed() -> None:
-    # jetson-containers#540 in short: the index was down and the copy stops at pip's retries
-    stopped = explain_text("Looking in indexes: http://jetson.example/jp6/cu124\n" + RETRY)
+@pytest.mark.parametrize(
+    "after",
+    ["", "^C\n", "^CERROR: Operation cancelled by user\n", "Terminated\n", "\x1b[0m\n"],
+    ids=["last", "ctrl-c", "pip-cancelled", "terminated", "colour-reset"],
+)
+def test_a_log_that_stops_while_pip_retries_failed(after: str) -> None:
+    # jetson-containers#540 in short: the index was down and the copy stops at pip's retries (or
+    # someone pressed Ctrl-C during them)
+    stopped = explain_text("Looking in indexes: http://jetson.example/jp6/cu124\n" + RETRY + after)
     assert [d.rule for d in stopped.diagnoses] == ["install.index-unreachable"]
 
 
@@ -303,9 +311,8 @@ def test_a_cut_traceback_promotes_only_its_own_inputs_lines(tmp_path: Path) -> N
     result = explain_files([str(note), str(cut)])
     assert not result.diagnoses
     assert not result.healthy
-    cut.write_text(
-        f"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\n{HEADER}\n{FRAME}\n"
-    )
+    # a corroborating line of the cut input leads; the other input's run went on
+    cut.write_text(f"  Attempting uninstall: torch\n{HEADER}\n{FRAME}\n")
     both = explain_files([str(note), str(cut)])
-    assert [d.rule for d in both.diagnoses] == ["toolkit.no-cuda-runtime"]
-    assert "ends inside a Python traceback" in both.summary
+    assert [(d.rule, d.file) for d in both.diagnoses] == [("install.pip-replaces-torch", str(cut))]
+    assert [i.traceback_cut_at for i in both.inputs] == [0, 3]

@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from torchsmith.explain import parallel
 from torchsmith.explain.derive import derive_values, vetoed
@@ -34,8 +34,17 @@ TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of e
 _TRACEBACK_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _FRAME = re.compile(r'^\s*File "[^"]{1,1000}", line \d{1,7}(?:, in \S{1,200})?\s*$')
 _CARETS = re.compile(r"^\s*[~^]{1,400}\s*$")
-# a last line where the copy stopped inside a frame ('  File "/usr/lib/py', '  File "/x.py", li')
-_CUT_FRAME = re.compile(r'^\s*File "(?:[^"]{0,1000}|[^"]{1,1000}",[^"]{0,240})$')
+# a last line where the copy stopped inside a frame ('  File "/usr/lib/py', '  File "/x.py", li'):
+# the path, or after it a beginning of ', line N, in name'
+_CUT_FRAME = re.compile(
+    r'^\s*File "(?:[^"]{0,1000}|[^"]{1,1000}"(?:,(?: ?(?:l|li|lin|line(?: \d{0,7}'
+    r"(?:,(?: (?:i|in(?: \S{0,200})?)?)?)?)?))?)?)$"
+)
+# how a run is stopped by hand or by a signal, printed below its last line: ^C, pip's "Operation
+# cancelled by user", Python's bare KeyboardInterrupt, the shell's "Terminated"
+_INTERRUPTED = re.compile(
+    r"^\s*(?:\^C.{0,200}|KeyboardInterrupt|Terminated|ERROR: Operation cancelled by user)\s*$"
+)
 
 
 @dataclass
@@ -47,10 +56,6 @@ class _Match:
     values: dict[str, str]
     count: int = 1
     order: int = 0  # position across all inputs, for "first error wins"
-    files: set[str] = field(default_factory=set)  # every input the rule matched in
-
-    def __post_init__(self) -> None:
-        self.files.add(self.file)
 
 
 class _Values(dict[str, str]):
@@ -151,12 +156,17 @@ class Explainer:
         says the run finished well (``ends_well``)."""
         if not self._tail_rules:
             return
+        real = 0  # lines with text, not counting an interrupt's (^C, Terminated) below the last one
         for seen, (line, raw) in enumerate(last_lines(tail, lines, complete), 1):
             if seen > TAIL_LINES:
                 return
             text = clean_line(raw)
+            if not text.strip():
+                continue  # a colour reset or other control sequence alone
+            if not _INTERRUPTED.match(text):
+                real += 1
             for rule in self._tail_rules:
-                if rule.last_line and seen > 1:
+                if rule.last_line and real != 1:
                     continue
                 values = match_line(rule, text)
                 if values is not None:
@@ -179,7 +189,6 @@ class Explainer:
             self.matches[rule.id] = _Match(rule, name, line, text, values, order=self._order)
             return
         known.count += 1
-        known.files.add(name)
         for key, value in values.items():
             known.values.setdefault(key, value)
 
@@ -272,9 +281,12 @@ def rank(matches: Iterable[_Match], cut_files: Collection[str] = ()) -> list[lis
     ordered = [m for m in ordered if m.rule.id not in cancelled]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
-    raising = any(m.files.intersection(cut_files) for m in lines)
-    if all(m.rule.corroborate for m in lines) and not ended_in_error and not raising:
-        return []
+    if all(m.rule.corroborate for m in lines) and not ended_in_error:
+        # only a line of the input that stops inside a traceback speaks for that failure (its
+        # evidence and values are that input's: a rule first seen in another input stays out)
+        lines = [m for m in lines if m.file in cut_files]
+        if not lines:
+            return []
     causes = [m for m in lines if not m.rule.symptom and not m.rule.generic]
     generic = [m for m in lines if m.rule.generic and not m.rule.symptom]
     symptoms = [m for m in lines if m.rule.symptom]

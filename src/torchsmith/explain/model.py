@@ -67,13 +67,10 @@ def summary_line(
 ) -> str:
     """The one-line summary of a result: the count and the most likely problem, or none found
     (``cut``: in ``logs`` inputs of which one ends inside a traceback, so its error is missing)."""
-    which = "the log" if logs == 1 else "a log"
     if diagnoses:
-        found = f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
-        if cut:
-            found += f" ({which} ends inside a Python traceback: its last error is missing)"
-        return found
+        return f"{len(diagnoses)} problem(s) found; most likely: {diagnoses[0].title}"
     if cut:
+        which = "the log" if logs == 1 else "a log"
         return (
             f"no known problem found in {lines} line(s), but {which} ends inside a Python "
             "traceback: the error it was printing is not in it"
