@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from torchsmith.explain import explain_text
+from torchsmith.explain.rules import load_rules
 
 # c10d link failures after USE_DISTRIBUTED was switched off: GNU ld and MSVC link.exe wording.
 C10D_GNU = (
@@ -650,3 +651,13 @@ def test_pip_failures_name_the_network_and_the_index_not_the_python() -> None:
 def test_round_38_and_39_rules_on_nearby_lines(log: str, expect: str | None) -> None:
     diagnoses = explain_text(log).diagnoses
     assert (diagnoses[0].rule if diagnoses else None) == expect
+
+
+def test_the_cache_rule_excludes_exactly_the_symbols_the_blas_rule_reads() -> None:
+    # the routine-stem list is written in both rule files: a stem added to one only would send
+    # that symbol to both rules, or to neither
+    rules = {r.id: r for r in load_rules()}
+    blas = rules["libs.blas-symbol-missing"].patterns[0].pattern
+    symbols = blas[blas.index("(?P<symbol>") + len("(?P<symbol>") : blas.rindex(")\\b")]
+    excludes = [p.pattern for p in rules["cache.torch-libs-inconsistent"].exclude]
+    assert f"undefined symbol: (?:{symbols})\\b" in excludes
