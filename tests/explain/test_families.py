@@ -661,3 +661,46 @@ def test_the_cache_rule_excludes_exactly_the_symbols_the_blas_rule_reads() -> No
     symbols = blas[blas.index("(?P<symbol>") + len("(?P<symbol>") : blas.rindex(")\\b")]
     excludes = [p.pattern for p in rules["cache.torch-libs-inconsistent"].exclude]
     assert f"undefined symbol: (?:{symbols})\\b" in excludes
+
+
+def test_version_tuples() -> None:
+    from torchsmith.explain.derive import version_tuples  # noqa: PLC0415
+
+    bounds = "mmcv>=(1, 3, 13, 0, 0, 0), <=(1, 4, 0, 0, 0, 0)"
+    assert version_tuples(bounds) == "mmcv>=1.3.13, <=1.4.0"
+    assert version_tuples("mmcv>=2.0.0rc4, <2.1.0") == "mmcv>=2.0.0rc4, <2.1.0"
+    assert version_tuples("mmcv>=(2, 0, 0, -1, 4, 0)") == "mmcv>=2.0.0"  # a pre-release's tuple
+
+
+@pytest.mark.parametrize(
+    ("log", "expect"),
+    [
+        # ComfyUI's exception line in both spellings; a cause on it still goes to its own rule
+        (
+            "got prompt\n!!! Exception during processing !!! 'NoneType' object has no attribute"
+            " 'shape'\n",
+            "symptom.uncaught-exception",
+        ),
+        (
+            "!!! Exception during processing!!! CUDA out of memory. Tried to allocate 2.00 GiB\n",
+            "memory.cuda-oom",
+        ),
+        (
+            "[16:10:33] OutOfResources: out of resource: shared memory, Required: 98304, Hardware"
+            " limit: 65536. Reducing block sizes or `num_stages` may help.\n",
+            "general.triton-shared-memory-limit",
+        ),
+        # mmseg's tuple bounds read back as versions
+        (
+            "AssertionError: MMCV==1.3.8 is used but incompatible. Please install"
+            " mmcv>=(1, 3, 13, 0, 0, 0), <=(1, 4, 0, 0, 0, 0).\n",
+            "install.openmmlab-version-assert",
+        ),
+    ],
+    ids=["comfyui-exception", "comfyui-oom", "triton-smem", "mmcv-tuples"],
+)
+def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
+    diagnoses = explain_text(log).diagnoses
+    assert (diagnoses[0].rule if diagnoses else None) == expect
+    if expect == "install.openmmlab-version-assert":
+        assert 'mim install "mmcv>=1.3.13, <=1.4.0"' in diagnoses[0].fix

@@ -4,8 +4,9 @@
 check that holds vetoes the match.
 
 Functions: ``sm_to_cc`` (sm_120 -> 12.0), ``cuda_int`` (11040 -> 11.4, the form drivers report),
-or a lookup table from the rule files, keyed by the value itself ("format"), or for an arch by
-"compute_90a" -> "90a", else by its digits ("compute_120a" -> "120").
+``version_tuples`` (each "(1, 3, 13, 0, 0, 0)" in a text -> 1.3.13: the tuples OpenMMLab's
+digit_version prints), or a lookup table from the rule files, keyed by the value itself
+("format"), or for an arch by "compute_90a" -> "90a", else by its digits ("compute_120a" -> "120").
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def cuda_int(value: str) -> str | None:
     return f"{number // 1000}.{(number % 1000) // 10}"
 
 
+_TUPLE = re.compile(r"\((\d{1,4}), (\d{1,4}), (\d{1,4})(?:, -?\d{1,4}){0,4}\)")
+
+
+def version_tuples(value: str) -> str:
+    return _TUPLE.sub(lambda m: ".".join(m.groups()), value)
+
+
 def derive_values(
     derive: Mapping[str, tuple[str, str]],
     values: Mapping[str, str],
@@ -55,6 +63,8 @@ def derive_values(
             result = sm_to_cc(raw)
         elif function == "cuda_int":
             result = cuda_int(raw)
+        elif function == "version_tuples":
+            result = version_tuples(raw)
         elif function in tables:
             table = tables[function]
             found = _ARCH.search(raw)
