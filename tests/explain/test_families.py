@@ -696,8 +696,36 @@ def test_version_tuples() -> None:
             " mmcv>=(1, 3, 13, 0, 0, 0), <=(1, 4, 0, 0, 0, 0).\n",
             "install.openmmlab-version-assert",
         ),
+        # collect_env's report after wget's 404 (for collect_env.py): the report is how it ended
+        (
+            "2025-09-29 06:33:20 ERROR 404: Not Found.\n\nCollecting environment information...\n"
+            "PyTorch version: 2.6.0+cu118\nIs debug build: False\n"
+            "CUDA used to build PyTorch: 11.8\n",
+            None,
+        ),
+        # an error after the report is still how the run ended
+        (
+            "PyTorch version: 2.6.0+cu118\nIs debug build: False\n"
+            "2025-09-29 06:33:20 ERROR 404: Not Found.\n",
+            "generic.ended-in-error",
+        ),
+        # torch among a list of imported modules
+        (
+            'Traceback (most recent call last):\n  File "/Users/x/GPT-SoVITS/webui.py", line 4, in'
+            " <module>\n    import json,yaml,warnings,torch\nModuleNotFoundError: No module named"
+            " 'torch'\n",
+            "deps.torch-not-installed",
+        ),
     ],
-    ids=["comfyui-exception", "comfyui-oom", "triton-smem", "mmcv-tuples"],
+    ids=[
+        "comfyui-exception",
+        "comfyui-oom",
+        "triton-smem",
+        "mmcv-tuples",
+        "collect-env-after-404",
+        "error-after-report",
+        "import-list",
+    ],
 )
 def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
     diagnoses = explain_text(log).diagnoses
