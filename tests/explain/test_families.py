@@ -732,3 +732,39 @@ def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
     assert (diagnoses[0].rule if diagnoses else None) == expect
     if expect == "install.openmmlab-version-assert":
         assert 'mim install "mmcv>=1.3.13, <=1.4.0"' in diagnoses[0].fix
+
+
+_NOTICE = (
+    "2025-06-28 17:06:42 WARNING  A matching Triton is not available, some optimizations will not"
+    " be enabled   __init__.py:61\n"
+    "Traceback (most recent call last):\n"
+    '  File "D:\\venv\\Lib\\site-packages\\xformers\\__init__.py", line 57, in'
+    " _is_triton_available\n"
+    "    import triton  # noqa\n"
+    "    ^^^^^^^^^^^^^\n"
+    "ModuleNotFoundError: No module named 'triton'\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "expect"),
+    [
+        # xformers' notice with the traceback of the ImportError it caught: the run went on
+        (_NOTICE, None),
+        (_NOTICE + "steps:  10%|###    | 780/7800 [05:04<45:36,  2.57it/s, loss=0.117]\n", None),
+        # cut inside the caught exception's line
+        (_NOTICE.replace(" 'triton'\n", ""), None),
+        # a failure after the caught one is still read, near it or far below
+        (
+            _NOTICE + 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+            "KeyError: 'model'\n",
+            "symptom.uncaught-exception",
+        ),
+        (_NOTICE + "ok\n" * 30 + "KeyError: 'model'\n", "symptom.uncaught-exception"),
+    ],
+    ids=["notice", "run-went-on", "cut", "error-near", "error-far"],
+)
+def test_a_caught_notice_hides_only_the_exception_it_caught(log: str, expect: str | None) -> None:
+    result = explain_text(log)
+    assert (result.diagnoses[0].rule if result.diagnoses else None) == expect
+    assert result.healthy == (expect is None)

@@ -28,6 +28,9 @@ from torchsmith.util.progress import ByteProgress, offset
 
 MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
+# a ``caught`` notice's traceback: its exception line is the first within this many lines below
+CAUGHT_LINES = 12
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]{0,200})?(?:Error|Exception)\b")
 
 # The lines of a Python traceback that come before its exception line: the header, a frame, and
 # (under a frame) the frame's source line and Python 3.11's carets below it.
@@ -117,6 +120,8 @@ class Explainer:
         self.tails: list[_Match] = []  # per input, the last line a ``tail`` rule matched
         self._tail_rules = tuple(r for r in self.rules if r.tail)
         self.inputs: list[InputSummary] = []
+        # per input, each caught notice's line and the exception line it caught (0: none seen yet)
+        self._caught: dict[str, list[list[int]]] = {}
         self._order = 0
         self._marks = [0, 0]  # Windows and POSIX path marks in the inputs' tails (shell.py)
 
@@ -140,9 +145,15 @@ class Explainer:
                 if rule.reads_after and after is None:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
                 matched = _match(rule, text, after or "")
-                if matched is not None:
-                    values, shown = matched
-                    self._record(rule, name, hit.line, shown, values)
+                if matched is None:
+                    continue
+                if rule.caught:
+                    self._caught.setdefault(name, []).append([hit.line, 0])
+                    continue
+                if (rule.symptom or rule.generic) and self._is_caught(name, hit.line, text):
+                    continue
+                values, shown = matched
+                self._record(rule, name, hit.line, shown, values)
         size, lines, tail = self.scanner.last_size, self.scanner.last_lines, self.scanner.last_tail
         complete = len(tail) == size
         self._count_marks(tail)
@@ -157,12 +168,19 @@ class Explainer:
         if not self._tail_rules:
             return
         real = 0  # lines with text, not counting an interrupt's (^C, Terminated) below the last one
-        for seen, (line, raw) in enumerate(last_lines(tail, lines, complete), 1):
+        read: Iterable[tuple[int, bytes]] = last_lines(tail, lines, complete)
+        if self._caught.get(name):
+            read = list(read)
+            for line, raw in reversed(read):  # top down, as the hits came
+                self._is_caught(name, line, clean_line(raw))
+        for seen, (line, raw) in enumerate(read, 1):
             if seen > TAIL_LINES:
                 return
             text = clean_line(raw)
             if not text.strip():
                 continue  # a colour reset or other control sequence alone
+            if self._caught.get(name) and any(line == e for _, e in self._caught[name]):
+                continue  # the exception a notice above says was caught
             if not _INTERRUPTED.match(text):
                 real += 1
             for rule in self._tail_rules:
@@ -175,6 +193,19 @@ class Explainer:
                     self._order += 1
                     self.tails.append(_Match(rule, name, line, text, values, order=self._order))
                     return
+
+    def _is_caught(self, name: str, line: int, text: str) -> bool:
+        """Whether ``line`` is the exception line of a caught notice's traceback: the first
+        exception line within CAUGHT_LINES below the notice (recorded on first sight)."""
+        for window in self._caught.get(name, ()):
+            notice, exception = window
+            if exception:
+                if line == exception:
+                    return True
+            elif notice < line <= notice + CAUGHT_LINES and _EXCEPTION_LINE.match(text):
+                window[1] = line
+                return True
+        return False
 
     def _count_marks(self, data: bytes) -> None:
         windows, posix = marks(data)

@@ -18,6 +18,10 @@ error nothing recognises is reported as a failure, not as healthy. A tail rule m
 (pip's "Successfully installed ...") says the run finished: errors printed before it are not how it
 ended. A rule that ``overrides`` other rule ids cancels their matches in the same run (torch's
 old-GPU warning naming an AMD GPU on a ROCm build makes the warning's own rule misleading).
+A rule marked ``caught`` is a program's notice that it caught an error and went on (xformers' "A
+matching Triton is not available"): it is never shown, and the exception line of the traceback
+printed with it (up to ``engine.CAUGHT_LINES`` lines below) is not read by symptom, generic and tail
+rules, which would take it for the error the run stopped on.
 A rule with ``text_of = "<id>"`` reads the same cause from other lines and says it in the words of
 that rule of the same file (its title, explanation, fix, fix_context and defaults).
 A ``fix_windows`` text replaces ``fix`` for a log from Windows where the fix's commands have no
@@ -86,6 +90,7 @@ _KNOWN_KEYS = frozenset(
         "overrides",
         "ends_well",
         "last_line",
+        "caught",
     }
 )
 
@@ -125,6 +130,9 @@ class Rule:
     # a tail rule that reads only the log's very last non-blank line (pip still retrying where the
     # log stops: a retry with more lines after it went on)
     last_line: bool = False
+    # a notice that the program caught an error and went on: never shown; the exception line of
+    # the traceback printed with it is not read by symptom, generic and tail rules
+    caught: bool = False
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
@@ -244,6 +252,8 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         raise KnowledgeError(f"{where}: a tail rule reads the end of the log, not anchored lines")
     if (raw.get("ends_well") or raw.get("last_line")) and not tail:
         raise KnowledgeError(f"{where}: ends_well and last_line are for tail rules (the log's end)")
+    if raw.get("caught") and (tail or raw.get("symptom") or raw.get("generic")):
+        raise KnowledgeError(f"{where}: a caught notice is an anchored line, not a symptom or tail")
     rule = Rule(
         id=rid,
         family=family,
@@ -269,6 +279,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         tail=tail,
         ends_well=bool(raw.get("ends_well", False)),
         last_line=bool(raw.get("last_line", False)),
+        caught=bool(raw.get("caught", False)),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
