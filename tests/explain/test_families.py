@@ -669,7 +669,11 @@ def test_version_tuples() -> None:
     bounds = "mmcv>=(1, 3, 13, 0, 0, 0), <=(1, 4, 0, 0, 0, 0)"
     assert version_tuples(bounds) == "mmcv>=1.3.13, <=1.4.0"
     assert version_tuples("mmcv>=2.0.0rc4, <2.1.0") == "mmcv>=2.0.0rc4, <2.1.0"
-    assert version_tuples("mmcv>=(2, 0, 0, -1, 4, 0)") == "mmcv>=2.0.0"  # a pre-release's tuple
+    # digit_version(length=4): the release in four numbers, then the pre- or post-release
+    assert version_tuples("mmcv>=(2, 0, 0, 0, -1, 4)") == "mmcv>=2.0.0rc4"
+    assert version_tuples("(1, 3, 13, 5, 0, 0)") == "1.3.13.5"
+    assert version_tuples("(2, 1, 0, 0, 1, 2)") == "2.1.0.post2"
+    assert version_tuples("(2, 0, 0, 0, 7, 0)") == "(2, 0, 0, 0, 7, 0)"  # unknown: as printed
 
 
 @pytest.mark.parametrize(
@@ -734,6 +738,110 @@ def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
         assert 'mim install "mmcv>=1.3.13, <=1.4.0"' in diagnoses[0].fix
 
 
+@pytest.mark.parametrize(
+    ("log", "expect", "wanted"),
+    [
+        # one bound: the sentence's period is not part of the version
+        (
+            "AssertionError: MMCV==1.2.0 is used but incompatible. Please install mmcv>=1.3.1.\n",
+            "install.openmmlab-version-assert",
+            'mim install "mmcv>=1.3.1"',
+        ),
+        (
+            "AssertionError: MMCV==2.2.0 is used but incompatible. Please install"
+            " mmcv>=2.0.0rc4, <2.2.0.\n",
+            "install.openmmlab-version-assert",
+            'mim install "mmcv>=2.0.0rc4, <2.2.0"',
+        ),
+        # Inductor's autotuner logs the message and skips that configuration: no failure
+        (
+            "W0306 14:40:15.990000 1719866 .venv/lib/python3.12/site-packages/torch/_inductor/"
+            "select_algorithm.py:1517] [2/0] out of resource: shared memory, Required: 131072,"
+            " Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n",
+            None,
+            "",
+        ),
+        # TransformerEngine's FP8 reason as a pytest skip: a healthy run
+        (
+            "SKIPPED [24] tests/pytorch/test_numerics.py:123: Device compute capability 8.9 or"
+            " higher required for FP8 execution.\n"
+            "======= 120 passed, 24 skipped in 300.12s =======\n",
+            None,
+            "",
+        ),
+        (
+            "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.\n",
+            "general.gpu-lacks-feature",
+            "",
+        ),
+        # ptxas run by Triton 3.x's JIT (a Python temporary file), and by nvcc for an arch list
+        (
+            "ptxas /tmp/tmpa1b2c3d4.ptx, line 523; error   : Feature '.bf16' requires .target sm_80"
+            " or higher\n",
+            "general.gpu-lacks-feature",
+            "",
+        ),
+        (
+            "ptxas /tmp/tmpxft_00000247_00000000-13_kernel.compute_52.ptx, line 1514; error   :"
+            " Feature 'f16 arithemetic and compare instructions' requires .target sm_53 or"
+            " higher\n",
+            "toolkit.ptxas-feature-needs-newer-arch",
+            "",
+        ),
+        # an old CUDA is what the message says it is
+        (
+            "RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 9.2\n",
+            "symptom.uncaught-exception",
+            "",
+        ),
+        (
+            "E   RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version:"
+            " 12.8\n",
+            "general.triton-unknown-cuda-version",
+            "",
+        ),
+        # torch._dynamo itself came in 2.0; a submodule removed later is another story
+        (
+            "ModuleNotFoundError: No module named 'torch._dynamo'\n",
+            "install.torch-too-old-for-module",
+            "",
+        ),
+        (
+            "ModuleNotFoundError: No module named 'torch._dynamo.optimizations'\n",
+            "symptom.uncaught-exception",
+            "",
+        ),
+        # a launcher's level before ComfyUI's exception line
+        (
+            "[ERROR] !!! Exception during processing !!! 'NoneType' object has no attribute"
+            " 'shape'\n",
+            "symptom.uncaught-exception",
+            "",
+        ),
+    ],
+    ids=[
+        "mmcv-one-bound",
+        "mmcv-rc-bounds",
+        "inductor-autotune",
+        "te-skipped",
+        "te-raised",
+        "triton3-ptx",
+        "nvcc-ptx",
+        "triton-cuda-9",
+        "triton-cuda-12-8",
+        "dynamo",
+        "dynamo-submodule",
+        "comfyui-prefixed",
+    ],
+)
+def test_round_41_to_44_review_cases(log: str, expect: str | None, wanted: str) -> None:
+    result = explain_text(log)
+    assert (result.diagnoses[0].rule if result.diagnoses else None) == expect
+    assert result.healthy == (expect is None)
+    if wanted:
+        assert wanted in result.diagnoses[0].fix
+
+
 _NOTICE = (
     "2025-06-28 17:06:42 WARNING  A matching Triton is not available, some optimizations will not"
     " be enabled   __init__.py:61\n"
@@ -761,10 +869,70 @@ _NOTICE = (
             "symptom.uncaught-exception",
         ),
         (_NOTICE + "ok\n" * 30 + "KeyError: 'model'\n", "symptom.uncaught-exception"),
+        # rich's indented traceback, then a crash: the crash is read, the caught exception is not
+        (
+            "2025-06-28 17:06:42 WARNING  A matching Triton is not available, some optimizations"
+            " will not be enabled   __init__.py:61\n"
+            "                             Traceback (most recent call last):\n"
+            "                               File\n"
+            '                             "F:\\venv\\xformers\\__init__.py", line 57, in'
+            " _is_triton_available\n"
+            "                                 import triton  # noqa\n"
+            "                             ModuleNotFoundError: No module named 'triton'\n"
+            'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+            "KeyError: 'model'\n",
+            "symptom.uncaught-exception",
+        ),
+        # the old notice prints no traceback: nothing is caught, the crash below is read
+        (
+            "A matching Triton is not available, some optimizations will not be enabled.\n"
+            "Error caught was: No module named 'triton'\nLoading model from x.safetensors\n"
+            "ValueError: too many values to unpack (expected 2)\n",
+            "symptom.uncaught-exception",
+        ),
+        # a caught exception a cause rule knows is no failure either
+        (
+            _NOTICE.replace(
+                "ModuleNotFoundError: No module named 'triton'",
+                "ImportError: DLL load failed while importing libtriton: The specified module could"
+                " not be found.",
+            )
+            + "steps: 10%|###| 780/7800\n",
+            None,
+        ),
+        # a deep caught traceback (Python 3.11's three lines a frame)
+        (
+            _NOTICE.replace(
+                "    import triton  # noqa\n",
+                '    import triton  # noqa\n    ^^^^^^\n  File "t/__init__.py", line 8, in'
+                " <module>\n" * 6,
+            ),
+            None,
+        ),
     ],
-    ids=["notice", "run-went-on", "cut", "error-near", "error-far"],
+    ids=[
+        "notice",
+        "run-went-on",
+        "cut",
+        "error-near",
+        "error-far",
+        "rich-then-crash",
+        "old-notice-then-crash",
+        "caught-dll",
+        "deep-traceback",
+    ],
 )
 def test_a_caught_notice_hides_only_the_exception_it_caught(log: str, expect: str | None) -> None:
     result = explain_text(log)
     assert (result.diagnoses[0].rule if result.diagnoses else None) == expect
     assert result.healthy == (expect is None)
+
+
+def test_a_caught_exception_is_of_its_own_input() -> None:
+    # two inputs of one name: the second's line 6 is no exception the first one's notice caught
+    from torchsmith.explain.engine import Explainer  # noqa: PLC0415
+
+    explainer = Explainer()
+    explainer.feed("<text>", [_NOTICE.encode()])
+    explainer.feed("<text>", [b"a\n" * 5 + b"KeyError: 'model'\n"])
+    assert [d.rule for d in explainer.result().diagnoses] == ["symptom.uncaught-exception"]

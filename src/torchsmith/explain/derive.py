@@ -4,9 +4,10 @@
 check that holds vetoes the match.
 
 Functions: ``sm_to_cc`` (sm_120 -> 12.0), ``cuda_int`` (11040 -> 11.4, the form drivers report),
-``version_tuples`` (each "(1, 3, 13, 0, 0, 0)" in a text -> 1.3.13: the tuples OpenMMLab's
-digit_version prints), or a lookup table from the rule files, keyed by the value itself
-("format"), or for an arch by "compute_90a" -> "90a", else by its digits ("compute_120a" -> "120").
+``version_tuples`` (each "(1, 3, 13, 0, 0, 0)" in a text -> 1.3.13, "(2, 0, 0, 0, -1, 4)" ->
+2.0.0rc4: the tuples OpenMMLab's digit_version prints), or a lookup table from the rule files,
+keyed by the value itself ("format"), or for an arch by "compute_90a" -> "90a", else by its
+digits ("compute_120a" -> "120").
 """
 
 from __future__ import annotations
@@ -41,11 +42,34 @@ def cuda_int(value: str) -> str | None:
     return f"{number // 1000}.{(number % 1000) // 10}"
 
 
-_TUPLE = re.compile(r"\((\d{1,4}), (\d{1,4}), (\d{1,4})(?:, -?\d{1,4}){0,4}\)")
+_TUPLE = re.compile(r"\((-?\d{1,6}(?:, ?-?\d{1,6}){2,7})\)")
+# mmcv's digit_version(v, length=4): the release padded to four numbers, then a pre-release as
+# (-3|-2|-1, n) for a|b|rc n, (-4, 0) for one without a letter (.dev), a post-release as (1, n),
+# else (0, 0)
+_PRE = {-3: "a", -2: "b", -1: "rc"}
+
+
+def _tuple_version(found: re.Match[str]) -> str:
+    numbers = [int(n) for n in found.group(1).split(",")]
+    release, tag = (numbers[:4], numbers[4:]) if len(numbers) == 6 else (numbers, [0, 0])
+    if any(n < 0 for n in release):
+        return found.group(0)  # not a form this knows: left as it was printed
+    while len(release) > 3 and release[-1] == 0:
+        release.pop()
+    text = ".".join(map(str, release))
+    kind, number = tag
+    if kind in _PRE:
+        return f"{text}{_PRE[kind]}{number}"
+    if kind == -4:
+        return f"{text}.dev{number}"
+    if kind == 1:
+        return f"{text}.post{number}"
+    return text if kind == 0 else found.group(0)
 
 
 def version_tuples(value: str) -> str:
-    return _TUPLE.sub(lambda m: ".".join(m.groups()), value)
+    """Each version tuple in ``value`` as the version it stands for (mmcv>=1.3.13, <=1.4.0)."""
+    return _TUPLE.sub(_tuple_version, value)
 
 
 def derive_values(

@@ -28,8 +28,8 @@ from torchsmith.util.progress import ByteProgress, offset
 
 MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
-# a ``caught`` notice's traceback: its exception line is the first within this many lines below
-CAUGHT_LINES = 12
+# a ``caught`` notice's traceback ends with the first exception line within this many lines below
+CAUGHT_LINES = 60
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]{0,200})?(?:Error|Exception)\b")
 
 # The lines of a Python traceback that come before its exception line: the header, a frame, and
@@ -120,8 +120,10 @@ class Explainer:
         self.tails: list[_Match] = []  # per input, the last line a ``tail`` rule matched
         self._tail_rules = tuple(r for r in self.rules if r.tail)
         self.inputs: list[InputSummary] = []
-        # per input, each caught notice's line and the exception line it caught (0: none seen yet)
-        self._caught: dict[str, list[list[int]]] = {}
+        # the input being read: caught notices whose traceback has not ended yet (their lines), and
+        # the exception lines those tracebacks ended with, which no rule reads
+        self._open_notices: list[int] = []
+        self._caught_lines: set[int] = set()
         self._order = 0
         self._marks = [0, 0]  # Windows and POSIX path marks in the inputs' tails (shell.py)
 
@@ -137,8 +139,11 @@ class Explainer:
         self._consume(stream.name, hits, stream.encoding)
 
     def _consume(self, name: str, hits: Iterable[Hit], encoding: str) -> None:
+        self._open_notices, self._caught_lines = [], set()
         for hit in hits:
             text = clean_line(hit.raw)
+            if self._open_notices and self._ends_caught(hit.line, text):
+                continue  # the exception a notice above says the program caught
             after: str | None = None
             for index in hit.rules:
                 rule = self.rules[index]
@@ -148,9 +153,7 @@ class Explainer:
                 if matched is None:
                     continue
                 if rule.caught:
-                    self._caught.setdefault(name, []).append([hit.line, 0])
-                    continue
-                if (rule.symptom or rule.generic) and self._is_caught(name, hit.line, text):
+                    self._open_notices.append(hit.line)
                     continue
                 values, shown = matched
                 self._record(rule, name, hit.line, shown, values)
@@ -164,23 +167,24 @@ class Explainer:
     def _match_tail(self, name: str, tail: bytes, lines: int, complete: bool) -> None:
         """Match the ``tail`` rules against the last TAIL_LINES non-blank lines of an input: the
         last line one of them matches is the error the run ended with, unless it is a line that
-        says the run finished well (``ends_well``)."""
+        says the run finished well (``ends_well``). A caught exception (``_ends_caught``) is
+        skipped; a notice whose traceback's exception line no anchor marked is ended here, reading
+        the tail top down as the hits came."""
         if not self._tail_rules:
             return
         real = 0  # lines with text, not counting an interrupt's (^C, Terminated) below the last one
         read: Iterable[tuple[int, bytes]] = last_lines(tail, lines, complete)
-        if self._caught.get(name):
+        if self._open_notices:
             read = list(read)
-            for line, raw in reversed(read):  # top down, as the hits came
-                self._is_caught(name, line, clean_line(raw))
+            for line, raw in reversed(read):
+                if self._open_notices and line not in self._caught_lines:
+                    self._ends_caught(line, clean_line(raw))
         for seen, (line, raw) in enumerate(read, 1):
             if seen > TAIL_LINES:
                 return
             text = clean_line(raw)
-            if not text.strip():
-                continue  # a colour reset or other control sequence alone
-            if self._caught.get(name) and any(line == e for _, e in self._caught[name]):
-                continue  # the exception a notice above says was caught
+            if not text.strip() or line in self._caught_lines:
+                continue  # a colour reset or other control sequence alone; a caught exception
             if not _INTERRUPTED.match(text):
                 real += 1
             for rule in self._tail_rules:
@@ -194,18 +198,16 @@ class Explainer:
                     self.tails.append(_Match(rule, name, line, text, values, order=self._order))
                     return
 
-    def _is_caught(self, name: str, line: int, text: str) -> bool:
-        """Whether ``line`` is the exception line of a caught notice's traceback: the first
-        exception line within CAUGHT_LINES below the notice (recorded on first sight)."""
-        for window in self._caught.get(name, ()):
-            notice, exception = window
-            if exception:
-                if line == exception:
-                    return True
-            elif notice < line <= notice + CAUGHT_LINES and _EXCEPTION_LINE.match(text):
-                window[1] = line
-                return True
-        return False
+    def _ends_caught(self, line: int, text: str) -> bool:
+        """Whether ``line`` ends the traceback of a caught notice above it: the first exception
+        line within CAUGHT_LINES below an open notice. It ends every open notice above it; a
+        notice with no exception line in reach is dropped."""
+        self._open_notices = [n for n in self._open_notices if line <= n + CAUGHT_LINES]
+        if not any(n < line for n in self._open_notices) or not _EXCEPTION_LINE.match(text):
+            return False
+        self._open_notices = [n for n in self._open_notices if n >= line]
+        self._caught_lines.add(line)
+        return True
 
     def _count_marks(self, data: bytes) -> None:
         windows, posix = marks(data)

@@ -15,13 +15,14 @@ field they name is known (from the log or from the machine's probe). Every rule 
 A ``tail`` rule has no anchors: it is matched only against the last few non-blank lines of each log
 (the error a run ended with) and is shown only when no other rule matched, so a log that ends in an
 error nothing recognises is reported as a failure, not as healthy. A tail rule marked ``ends_well``
-(pip's "Successfully installed ...") says the run finished: errors printed before it are not how it
-ended. A rule that ``overrides`` other rule ids cancels their matches in the same run (torch's
-old-GPU warning naming an AMD GPU on a ROCm build makes the warning's own rule misleading).
+(pip's "Successfully installed ...", a torch.utils.collect_env report) says the run finished: errors
+printed before it are not how it ended. A rule that ``overrides`` other rule ids cancels their
+matches in the same run (torch's old-GPU warning naming an AMD GPU on a ROCm build makes the
+warning's own rule misleading).
 A rule marked ``caught`` is a program's notice that it caught an error and went on (xformers' "A
-matching Triton is not available"): it is never shown, and the exception line of the traceback
-printed with it (up to ``engine.CAUGHT_LINES`` lines below) is not read by symptom, generic and tail
-rules, which would take it for the error the run stopped on.
+matching Triton is not available", with ``next`` requiring the traceback it prints): it is never
+shown, and no rule reads the exception line that traceback ends with (the first exception line
+within ``engine.CAUGHT_LINES`` below the notice), which would read as the error the run stopped on.
 A rule with ``text_of = "<id>"`` reads the same cause from other lines and says it in the words of
 that rule of the same file (its title, explanation, fix, fix_context and defaults).
 A ``fix_windows`` text replaces ``fix`` for a log from Windows where the fix's commands have no
@@ -130,8 +131,8 @@ class Rule:
     # a tail rule that reads only the log's very last non-blank line (pip still retrying where the
     # log stops: a retry with more lines after it went on)
     last_line: bool = False
-    # a notice that the program caught an error and went on: never shown; the exception line of
-    # the traceback printed with it is not read by symptom, generic and tail rules
+    # a notice that the program caught an error and went on: never shown; no rule reads the
+    # exception line of the traceback printed with it
     caught: bool = False
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
