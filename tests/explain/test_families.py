@@ -883,6 +883,18 @@ _NOTICE = (
             "KeyError: 'model'\n",
             "symptom.uncaught-exception",
         ),
+        # rich wrapped the frame's path before "xformers": the library frame is enough
+        (
+            "2025-06-28 17:06:42 WARNING  A matching Triton is not available, some optimizations"
+            " will not be enabled   __init__.py:61\n"
+            "                             Traceback (most recent call last):\n"
+            "                               File\n"
+            '                             "F:\\LoRA\\venv\\Lib\\site-packages\\xfo\n'
+            '                             rmers\\__init__.py", line 57, in _is_triton_available\n'
+            "                                 import triton  # noqa\n"
+            "                             ModuleNotFoundError: No module named 'triton'\n",
+            None,
+        ),
         # the old notice prints no traceback: nothing is caught, the crash below is read
         (
             "A matching Triton is not available, some optimizations will not be enabled.\n"
@@ -917,6 +929,7 @@ _NOTICE = (
         "error-near",
         "error-far",
         "rich-then-crash",
+        "rich-wrapped-path",
         "old-notice-then-crash",
         "caught-dll",
         "deep-traceback",
