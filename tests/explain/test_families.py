@@ -3,6 +3,8 @@ torch release or a platform prints, and warnings of runs that went on (not diagn
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from torchsmith.explain import explain_text
@@ -761,6 +763,32 @@ def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
             None,
             "",
         ),
+        # TransformerEngine's FP8 reason before a framework falls back, and printed: healthy runs
+        (
+            "[NeMo W 2024-05-01 10:00:00 utils:12] FP8 not available: Device compute capability 8.9"
+            " or higher required for FP8 execution. Falling back to bf16.\n"
+            "Training: 100%|####| 10/10\n",
+            None,
+            "",
+        ),
+        (
+            "(False, 'Device compute capability 8.9 or higher required for FP8 execution.')\n",
+            None,
+            "",
+        ),
+        # Triton 3.x's temporary file wherever TMPDIR is
+        (
+            "ptxas /var/tmp/tmpa1b2c3d4.ptx, line 523; error   : Feature '.bf16' requires .target"
+            " sm_80 or higher\n",
+            "general.gpu-lacks-feature",
+            "",
+        ),
+        (
+            "ptxas /scratch/u/slurm-12/tmpa1b2c3d4.ptx, line 523; error   : Feature '.bf16'"
+            " requires .target sm_80 or higher\n",
+            "general.gpu-lacks-feature",
+            "",
+        ),
         # TransformerEngine's FP8 reason as a pytest skip: a healthy run
         (
             "SKIPPED [24] tests/pytorch/test_numerics.py:123: Device compute capability 8.9 or"
@@ -823,6 +851,10 @@ def test_round_41_rules_on_nearby_lines(log: str, expect: str | None) -> None:
         "mmcv-one-bound",
         "mmcv-rc-bounds",
         "inductor-autotune",
+        "te-fallback",
+        "te-printed",
+        "triton3-var-tmp",
+        "triton3-scratch",
         "te-skipped",
         "te-raised",
         "triton3-ptx",
@@ -895,6 +927,41 @@ _NOTICE = (
             "                             ModuleNotFoundError: No module named 'triton'\n",
             None,
         ),
+        # rich folded the path inside "site-packages": the traceback still follows the notice
+        (
+            _NOTICE.replace(
+                '  File "D:\\venv\\Lib\\site-packages\\xformers\\__init__.py", line 57, in'
+                " _is_triton_available\n",
+                '  File\n"F:\\AI\\Kohya\\LoRA\\venv\\Lib\\site-pac\nkages\\xformers\\__init__.py",'
+                " line 57, in _is_triton_available\n",
+            ),
+            None,
+        ),
+        # another program's traceback right after the notice ends in what xformers does not catch
+        (
+            _NOTICE.split("Traceback", maxsplit=1)[0]
+            + 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+            "KeyError: 'model'\n",
+            "symptom.uncaught-exception",
+        ),
+        # a chained caught traceback: its next exception was caught too
+        (
+            _NOTICE.replace("'triton'\n", "'triton._C'\n")
+            + "\nDuring handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "x/triton/__init__.py", line 3, in <module>\n'
+            "ImportError: DLL load failed while importing libtriton: The specified module could not"
+            " be found.\nsteps 10%\n",
+            None,
+        ),
+        # a bare caught ImportError, then a crash: the crash is read
+        (
+            _NOTICE.replace("ModuleNotFoundError: No module named 'triton'", "ImportError")
+            + "loading\n" * 3
+            + 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+            "KeyError: 'model'\n",
+            "symptom.uncaught-exception",
+        ),
         # the old notice prints no traceback: nothing is caught, the crash below is read
         (
             "A matching Triton is not available, some optimizations will not be enabled.\n"
@@ -930,6 +997,10 @@ _NOTICE = (
         "error-far",
         "rich-then-crash",
         "rich-wrapped-path",
+        "fold-in-site-packages",
+        "another-traceback",
+        "chained",
+        "bare-caught-then-crash",
         "old-notice-then-crash",
         "caught-dll",
         "deep-traceback",
@@ -949,3 +1020,20 @@ def test_a_caught_exception_is_of_its_own_input() -> None:
     explainer.feed("<text>", [_NOTICE.encode()])
     explainer.feed("<text>", [b"a\n" * 5 + b"KeyError: 'model'\n"])
     assert [d.rule for d in explainer.result().diagnoses] == ["symptom.uncaught-exception"]
+
+
+def test_a_caught_notice_at_the_end_of_a_chunk(tmp_path: Path) -> None:
+    # the scanner's first chunk is the log's first 64 KiB: a notice as its last line has no lines
+    # after it there, and its traceback, read in the next chunk, is still the caught one
+    from torchsmith.explain import explain_files  # noqa: PLC0415
+
+    notice, _, rest = _NOTICE.partition("\n")
+    pad = "loading shard 00001 of 00099 from /data/model/shards\n"
+    head = pad * ((65536 - len(notice) - 1) // len(pad))
+    head += "x" * (65536 - len(notice) - 1 - len(head) - 1) + "\n"
+    log = tmp_path / "train.log"
+    log.write_text(head + notice + "\n" + rest + "step 1 loss 0.5\n" * 40 + "Training finished.\n")
+    assert len((head + notice + "\n").encode()) == 65536
+    result = explain_files([str(log)])
+    assert result.diagnoses == ()
+    assert result.healthy

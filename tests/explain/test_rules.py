@@ -55,7 +55,7 @@ def test_example_matches_through_the_whole_pipeline(rule: Rule, example: str) ->
     assert any(a in line for a in rule.anchors), "no anchor in the example: prefilter skips it"
     if rule.caught:  # a notice is never shown, nor the exception its traceback ends with
         explainer = Explainer()
-        caught = b'\n  File "x.py", line 1, in <module>\nValueError: caught\n'
+        caught = b'\n  File "x.py", line 1, in <module>\nImportError: caught\n'
         explainer.feed("<example>", [example.encode() + caught])
         assert explainer.result().diagnoses == ()
         return
@@ -174,7 +174,7 @@ def test_a_caught_notice_is_an_anchored_line(extra: str) -> None:
     from torchsmith.errors import KnowledgeError  # noqa: PLC0415
     from torchsmith.explain.rules import parse_family  # noqa: PLC0415
 
-    rule = _BASE.replace('source = "', f'caught = true\n{extra}\nsource = "')
+    rule = _BASE.replace('source = "', f'caught = ["ImportError"]\n{extra}\nsource = "')
     if extra == "tail = true":  # a tail rule has no anchors
         rule = rule.replace('anchors = ["boom"]', "anchors = []")
     with pytest.raises(KnowledgeError, match="caught notice"):

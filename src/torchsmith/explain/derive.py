@@ -44,8 +44,8 @@ def cuda_int(value: str) -> str | None:
 
 _TUPLE = re.compile(r"\((-?\d{1,6}(?:, ?-?\d{1,6}){2,7})\)")
 # mmcv's digit_version(v, length=4): the release padded to four numbers, then a pre-release as
-# (-3|-2|-1, n) for a|b|rc n, (-4, 0) for one without a letter (.dev), a post-release as (1, n),
-# else (0, 0)
+# (-3|-2|-1, n) for a|b|rc n, (-4, 0) for one without a letter (.dev, its number dropped: written
+# .dev0), a post-release as (1, n), else (0, 0)
 _PRE = {-3: "a", -2: "b", -1: "rc"}
 
 

@@ -21,7 +21,7 @@ from torchsmith.explain.model import (
 from torchsmith.explain.normalize import clean_line
 from torchsmith.explain.reader import Stream, chunks, open_log, sniff_encoding
 from torchsmith.explain.rules import Rule, load_rules, load_tables, template_fields
-from torchsmith.explain.scanner import Hit, Scanner
+from torchsmith.explain.scanner import NEXT_LINES, Hit, Scanner
 from torchsmith.explain.shell import Platform, for_windows, marks, platform_of
 from torchsmith.knowledge.build_facts import load_build_facts
 from torchsmith.util.progress import ByteProgress, offset
@@ -30,7 +30,13 @@ MAX_EVIDENCE = 3
 TAIL_LINES = 15  # ``tail`` rules read this many non-blank lines at the end of each log
 # a ``caught`` notice's traceback ends with the first exception line within this many lines below
 CAUGHT_LINES = 60
-_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]{0,200})?(?:Error|Exception)\b")
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?:[\w.]{0,200}\.)?(?P<kind>[A-Za-z_]\w{0,100}(?:Error|Exception))\b"
+)
+# the line after an exception that says its traceback goes on with another one
+_CHAINED = re.compile(
+    r"^\s*(?:During handling of the above exception|The above exception was the direct cause)"
+)
 
 # The lines of a Python traceback that come before its exception line: the header, a frame, and
 # (under a frame) the frame's source line and Python 3.11's carets below it.
@@ -103,6 +109,16 @@ def _match(rule: Rule, text: str, after: str) -> tuple[dict[str, str], str] | No
     return None
 
 
+def _opens(rule: Rule, text: str, after_raw: bytes, after: str) -> bool:
+    """Whether a ``caught`` rule's notice is on ``text``: its pattern, and its ``next`` in the
+    lines after it, unless those were cut by the end of the scanner's chunk or of the log (fewer
+    than NEXT_LINES): then the notice opens anyway, its exception names deciding what it caught."""
+    if _match(rule, text, after) is not None:
+        return True
+    short = not after_raw or after_raw.count(b"\n") + 1 < NEXT_LINES
+    return short and any(p.search(text) for p in rule.patterns)
+
+
 def _line_at(text: str, found: re.Match[str]) -> str:
     """The line of ``text`` where ``found`` ends (a pattern may read lines before it)."""
     pos = max(found.start(), found.end() - 1)
@@ -120,9 +136,10 @@ class Explainer:
         self.tails: list[_Match] = []  # per input, the last line a ``tail`` rule matched
         self._tail_rules = tuple(r for r in self.rules if r.tail)
         self.inputs: list[InputSummary] = []
-        # the input being read: caught notices whose traceback has not ended yet (their lines), and
-        # the exception lines those tracebacks ended with, which no rule reads
-        self._open_notices: list[int] = []
+        # the input being read: caught notices whose traceback has not ended yet (their line and the
+        # exceptions they catch), and the exception lines those tracebacks ended with (no rule reads
+        # them)
+        self._open_notices: list[tuple[int, tuple[str, ...]]] = []
         self._caught_lines: set[int] = set()
         self._order = 0
         self._marks = [0, 0]  # Windows and POSIX path marks in the inputs' tails (shell.py)
@@ -142,18 +159,23 @@ class Explainer:
         self._open_notices, self._caught_lines = [], set()
         for hit in hits:
             text = clean_line(hit.raw)
-            if self._open_notices and self._ends_caught(hit.line, text):
-                continue  # the exception a notice above says the program caught
+            if self._open_notices:
+                caught = self._ends_caught(hit.line, text)
+                if caught is not None:  # the exception a notice above says the program caught
+                    if _CHAINED.match(clean_line(hit.after.split(b"\n", 1)[0])):
+                        self._open_notices.append((hit.line, caught))  # and the next one too
+                    continue
             after: str | None = None
             for index in hit.rules:
                 rule = self.rules[index]
                 if rule.reads_after and after is None:
                     after = "\n".join(clean_line(raw) for raw in hit.after.split(b"\n"))
+                if rule.caught:
+                    if _opens(rule, text, hit.after, after or ""):
+                        self._open_notices.append((hit.line, rule.caught))
+                    continue
                 matched = _match(rule, text, after or "")
                 if matched is None:
-                    continue
-                if rule.caught:
-                    self._open_notices.append(hit.line)
                     continue
                 values, shown = matched
                 self._record(rule, name, hit.line, shown, values)
@@ -198,16 +220,22 @@ class Explainer:
                     self.tails.append(_Match(rule, name, line, text, values, order=self._order))
                     return
 
-    def _ends_caught(self, line: int, text: str) -> bool:
-        """Whether ``line`` ends the traceback of a caught notice above it: the first exception
-        line within CAUGHT_LINES below an open notice. It ends every open notice above it; a
-        notice with no exception line in reach is dropped."""
-        self._open_notices = [n for n in self._open_notices if line <= n + CAUGHT_LINES]
-        if not any(n < line for n in self._open_notices) or not _EXCEPTION_LINE.match(text):
-            return False
-        self._open_notices = [n for n in self._open_notices if n >= line]
-        self._caught_lines.add(line)
-        return True
+    def _ends_caught(self, line: int, text: str) -> tuple[str, ...] | None:
+        """The exceptions of the caught notice whose traceback ``line`` ends as one of them, or
+        None. The first exception line within CAUGHT_LINES below open notices ends them all; it
+        is a caught exception only when it names one a notice catches (another is another
+        program's traceback, read as usual). A notice with no exception line in reach is dropped."""
+        self._open_notices = [(n, k) for n, k in self._open_notices if line <= n + CAUGHT_LINES]
+        above = [kinds for n, kinds in self._open_notices if n < line]
+        found = _EXCEPTION_LINE.match(text)
+        if not above or found is None:
+            return None
+        self._open_notices = [(n, k) for n, k in self._open_notices if n >= line]
+        for kinds in above:
+            if found.group("kind") in kinds:
+                self._caught_lines.add(line)
+                return kinds
+        return None
 
     def _count_marks(self, data: bytes) -> None:
         windows, posix = marks(data)

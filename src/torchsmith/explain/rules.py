@@ -19,10 +19,12 @@ error nothing recognises is reported as a failure, not as healthy. A tail rule m
 printed before it are not how it ended. A rule that ``overrides`` other rule ids cancels their
 matches in the same run (torch's old-GPU warning naming an AMD GPU on a ROCm build makes the
 warning's own rule misleading).
-A rule marked ``caught`` is a program's notice that it caught an error and went on (xformers' "A
-matching Triton is not available", with ``next`` requiring the traceback it prints): it is never
-shown, and no rule reads the exception line that traceback ends with (the first exception line
-within ``engine.CAUGHT_LINES`` below the notice), which would read as the error the run stopped on.
+A rule with ``caught = [exception names]`` is a program's notice that it caught one of those
+exceptions and went on (xformers' "A matching Triton is not available", with ``next`` requiring the
+traceback it prints): it is never shown, and no rule reads the exception line that traceback ends
+with (the first exception line the scanner marks within ``engine.CAUGHT_LINES`` below the notice,
+when it names one of those exceptions; a chained traceback's next one too), which would read as the
+error the run stopped on.
 A rule with ``text_of = "<id>"`` reads the same cause from other lines and says it in the words of
 that rule of the same file (its title, explanation, fix, fix_context and defaults).
 A ``fix_windows`` text replaces ``fix`` for a log from Windows where the fix's commands have no
@@ -131,9 +133,9 @@ class Rule:
     # a tail rule that reads only the log's very last non-blank line (pip still retrying where the
     # log stops: a retry with more lines after it went on)
     last_line: bool = False
-    # a notice that the program caught an error and went on: never shown; no rule reads the
-    # exception line of the traceback printed with it
-    caught: bool = False
+    # a notice that the program caught one of these exceptions and went on: never shown; no rule
+    # reads the exception line of the traceback printed with it
+    caught: tuple[str, ...] = ()
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
@@ -280,7 +282,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         tail=tail,
         ends_well=bool(raw.get("ends_well", False)),
         last_line=bool(raw.get("last_line", False)),
-        caught=bool(raw.get("caught", False)),
+        caught=_strings(raw.get("caught", []), where, "caught", empty=True),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
