@@ -46,7 +46,11 @@ def test_example_matches_through_the_whole_pipeline(rule: Rule, example: str) ->
     following = "\n".join(clean_line(raw.encode()) for raw in after.split("\n"))
     assert match_line(rule, clean_line(line.encode()), following) is not None
     explainer = Explainer()
-    explainer.feed("<example>", [example.encode() + b"\n"])
+    # a caught notice's example goes on with the exception its traceback ends with
+    caught = (
+        b'\n  File "x.py", line 1, in <module>\nImportError: caught\n' if rule.caught else b"\n"
+    )
+    explainer.feed("<example>", [example.encode() + caught])
     if rule.tail:  # read from the end of the log, and only when no other rule matched
         # a line that says the run finished well is no finding: the log is healthy
         want = [] if rule.ends_well else [rule.id]
@@ -54,9 +58,6 @@ def test_example_matches_through_the_whole_pipeline(rule: Rule, example: str) ->
         return
     assert any(a in line for a in rule.anchors), "no anchor in the example: prefilter skips it"
     if rule.caught:  # a notice is never shown, nor the exception its traceback ends with
-        explainer = Explainer()
-        caught = b'\n  File "x.py", line 1, in <module>\nImportError: caught\n'
-        explainer.feed("<example>", [example.encode() + caught])
         assert explainer.result().diagnoses == ()
         return
     assert rule.id in explainer.matches

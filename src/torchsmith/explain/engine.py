@@ -79,9 +79,11 @@ def match_line(rule: Rule, text: str, after: str = "") -> dict[str, str] | None:
     return None if matched is None else matched[0]
 
 
-def _match(rule: Rule, text: str, after: str) -> tuple[dict[str, str], str] | None:
+def _match(
+    rule: Rule, text: str, after: str, need_next: bool = True
+) -> tuple[dict[str, str], str] | None:
     """:func:`match_line`'s values, with the evidence to show: ``text``, and for a ``next`` rule
-    the following line that completed it."""
+    the following line that completed it (not looked for when ``need_next`` is False)."""
     for pattern in rule.patterns:
         found = pattern.search(text)
         if found is None:
@@ -95,7 +97,7 @@ def _match(rule: Rule, text: str, after: str) -> tuple[dict[str, str], str] | No
         rest = text[found.end() :] + "\n" + after if rule.next_values else after
         for extra in filter(None, (p.search(rest) for p in rule.next_values)):
             values.update({k: v for k, v in extra.groupdict().items() if v is not None})
-        if not rule.next:
+        if not rule.next or not need_next:
             return None if vetoed(rule.unless, values) else (values, text)
         # every following line a next pattern matches, in order: the first the unless checks let
         # through decides (a package list's second companion may be the one of another build)
@@ -113,10 +115,8 @@ def _opens(rule: Rule, text: str, after_raw: bytes, after: str) -> bool:
     """Whether a ``caught`` rule's notice is on ``text``: its pattern, and its ``next`` in the
     lines after it, unless those were cut by the end of the scanner's chunk or of the log (fewer
     than NEXT_LINES): then the notice opens anyway, its exception names deciding what it caught."""
-    if _match(rule, text, after) is not None:
-        return True
     short = not after_raw or after_raw.count(b"\n") + 1 < NEXT_LINES
-    return short and any(p.search(text) for p in rule.patterns)
+    return _match(rule, text, after, need_next=not short) is not None
 
 
 def _line_at(text: str, found: re.Match[str]) -> str:
