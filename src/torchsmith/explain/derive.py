@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 from torchsmith.errors import KnowledgeError
 from torchsmith.knowledge.model import minor_of
 
@@ -201,6 +203,22 @@ def _cuda_pair(tag: str, version: str) -> tuple[tuple[int, int], tuple[int, int]
     return (int(found.group(1)), int(found.group(2))), (int(wanted.group(1)), int(wanted.group(2)))
 
 
+def offers_at_least(available: str, minimum: str) -> bool:
+    """Whether pip's "(from versions: ...)" list ``available`` holds a release at ``minimum`` or
+    newer; True (nothing against it) where ``minimum`` does not read as a version."""
+    try:
+        floor = Version(minimum)
+    except InvalidVersion:
+        return True
+    for item in available.split(","):
+        try:
+            if Version(item.strip()) >= floor:
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
 # name -> (number of fields it reads, the test)
 CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {
     "runs_built_cubin": (2, runs_built_cubin),
@@ -208,6 +226,7 @@ CHECKS: dict[str, tuple[int, Callable[..., bool]]] = {
     "release_has_variant": (2, release_has_variant),
     "cuda_tag_below": (2, cuda_tag_below),
     "cuda_tag_at_least": (2, cuda_tag_at_least),
+    "offers_at_least": (2, offers_at_least),
 }
 
 
