@@ -1040,3 +1040,62 @@ def test_a_caught_notice_at_the_end_of_a_chunk(tmp_path: Path) -> None:
     result = explain_files([str(log)])
     assert result.diagnoses == ()
     assert result.healthy
+
+
+def test_offers_at_least_reads_pips_list_of_versions() -> None:
+    from torchsmith.explain.derive import offers_at_least  # noqa: PLC0415
+
+    assert not offers_at_least("0.7.13, 0.8.0, 1.0.3, 1.0.4", "1.2.0")
+    assert offers_at_least("0.7.13, 1.2.0", "1.2.0")
+    assert offers_at_least("1.0.4, 2.0.0rc1, not-a-version", "1.2")  # a later pre-release counts; junk is skipped
+    assert offers_at_least("1.0", "a.b")  # a bound that does not read: nothing against the listed ones
+
+
+ROUND_45_LINES = [
+    # a >= bound above every release pip lists: the newer ones have no file for this Python
+    (
+        "ERROR: Could not find a version that satisfies the requirement taichi>=1.2.0 (from versions: 0.7.13, 1.0.4)",
+        "install.newer-release-not-for-this-python",
+    ),
+    # the same bound met by a listed release is not this cause
+    ("ERROR: Could not find a version that satisfies the requirement taichi>=1.0.0 (from versions: 0.7.13, 1.0.4)", None),
+    # an exact pin is left to the rules that read a release that does not exist
+    ("ERROR: Could not find a version that satisfies the requirement taichi==1.2.0 (from versions: 0.7.13, 1.0.4)", None),
+    ("zsh: segmentation fault  python demo.py", "symptom.uncaught-exception"),
+    ("RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor", "devices.tensors-on-different-devices"),
+    # a dtype mismatch on one device is not a device mismatch
+    ("RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.DoubleTensor", "symptom.uncaught-exception"),
+    ("'TORCH_CUDA_ARCH_LIST' is not recognized as an internal or external command,", "windows.posix-env-assignment"),
+    # a missing program is not a variable assignment
+    ("'nvcc' is not recognized as an internal or external command,", None),
+    ("Warp CUDA error: Failed to get driver entry point 'cuDeviceGetUuid' (CUDA error 1)", "general.warp-entry-point-newer-driver"),
+    # a linker's unresolved torch symbol is a build failure, not Windows' loader dialog
+    (
+        'error LNK2001: unresolved external symbol "public: void __cdecl c10::Foo(void)" (?Foo@c10@@QEAAXXZ)',
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "rule"), ROUND_45_LINES)
+def test_round_45_forms(line: str, rule: str | None) -> None:
+    result = explain_text(line + "\n")
+    rules = [d.rule for d in result.diagnoses]
+    if rule is None:
+        assert not any(
+            r in rules
+            for r in (
+                "install.newer-release-not-for-this-python",
+                "windows.posix-env-assignment",
+                "abi.windows-entry-point-not-found",
+            )
+        ), rules
+    else:
+        assert rules[:1] == [rule], rules
+
+
+def test_killed_after_a_build_step_is_still_the_compiler() -> None:
+    log = "[12/40] /usr/local/cuda/bin/nvcc -c kernel.cu -o kernel.o\nKilled\n"
+    assert [d.rule for d in explain_text(log).diagnoses][:1] == ["memory.bare-killed"]
+    repl = ">>> model = build().cuda()\nKilled\n"
+    assert [d.rule for d in explain_text(repl).diagnoses][:1] == ["memory.killed-while-running"]
