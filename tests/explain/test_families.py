@@ -1047,31 +1047,73 @@ def test_offers_at_least_reads_pips_list_of_versions() -> None:
 
     assert not offers_at_least("0.7.13, 0.8.0, 1.0.3, 1.0.4", "1.2.0")
     assert offers_at_least("0.7.13, 1.2.0", "1.2.0")
-    assert offers_at_least("1.0.4, 2.0.0rc1, not-a-version", "1.2")  # a later pre-release counts; junk is skipped
-    assert offers_at_least("1.0", "a.b")  # a bound that does not read: nothing against the listed ones
+    assert offers_at_least(
+        "1.0.4, 2.0.0rc1, not-a-version", "1.2"
+    )  # a later pre-release counts; junk is skipped
+    assert offers_at_least(
+        "1.0", "a.b"
+    )  # a bound that does not read: nothing against the listed ones
 
+
+_PIP_NO_VERSION = "ERROR: Could not find a version that satisfies the requirement"
 
 ROUND_45_LINES = [
     # a >= bound above every release pip lists: the newer ones have no file for this Python
     (
-        "ERROR: Could not find a version that satisfies the requirement taichi>=1.2.0 (from versions: 0.7.13, 1.0.4)",
+        f"{_PIP_NO_VERSION} taichi>=1.2.0 (from versions: 0.7.13, 1.0.4)",
         "install.newer-release-not-for-this-python",
     ),
     # the same bound met by a listed release is not this cause
-    ("ERROR: Could not find a version that satisfies the requirement taichi>=1.0.0 (from versions: 0.7.13, 1.0.4)", None),
+    (
+        f"{_PIP_NO_VERSION} taichi>=1.0.0 (from versions: 0.7.13, 1.0.4)",
+        None,
+    ),
     # an exact pin is left to the rules that read a release that does not exist
-    ("ERROR: Could not find a version that satisfies the requirement taichi==1.2.0 (from versions: 0.7.13, 1.0.4)", None),
+    (
+        f"{_PIP_NO_VERSION} taichi==1.2.0 (from versions: 0.7.13, 1.0.4)",
+        None,
+    ),
     ("zsh: segmentation fault  python demo.py", "symptom.uncaught-exception"),
-    ("RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor", "devices.tensors-on-different-devices"),
+    (
+        "RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",
+        "devices.tensors-on-different-devices",
+    ),
     # a dtype mismatch on one device is not a device mismatch
-    ("RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.DoubleTensor", "symptom.uncaught-exception"),
-    ("'TORCH_CUDA_ARCH_LIST' is not recognized as an internal or external command,", "windows.posix-env-assignment"),
-    # a missing program is not a variable assignment
+    (
+        "RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.DoubleTensor",
+        "symptom.uncaught-exception",
+    ),
+    (
+        "'TORCH_CUDA_ARCH_LIST' is not recognized as an internal or external command,",
+        "windows.posix-env-assignment",
+    ),
+    # a missing program is not a variable assignment, nor an upper-case name without '_' or a digit
     ("'nvcc' is not recognized as an internal or external command,", None),
-    ("Warp CUDA error: Failed to get driver entry point 'cuDeviceGetUuid' (CUDA error 1)", "general.warp-entry-point-newer-driver"),
+    ("'NVCC' is not recognized as an internal or external command,", None),
+    (
+        "The term 'MAX_JOBS=4' is not recognized as a name of a cmdlet, function, script file, or"
+        " executable program.",
+        "windows.posix-env-assignment",
+    ),
+    # pip saw nothing at all: that is install.no-release-for-this-python's reading, not this one's
+    (
+        f"{_PIP_NO_VERSION} taichi>=1.2.0 (from versions: none)",
+        "install.no-release-for-this-python",
+    ),
+    (
+        "RuntimeError: Expected object of type torch.cuda.FloatTensor but found type"
+        " torch.FloatTensor for argument #2 'weight'",
+        "devices.tensors-on-different-devices",
+    ),
+    ("[1]  + 10389 segmentation fault  python", "symptom.uncaught-exception"),
+    (
+        "Warp CUDA error: Failed to get driver entry point 'cuDeviceGetUuid' (CUDA error 1)",
+        "general.warp-entry-point-newer-driver",
+    ),
     # a linker's unresolved torch symbol is a build failure, not Windows' loader dialog
     (
-        'error LNK2001: unresolved external symbol "public: void __cdecl c10::Foo(void)" (?Foo@c10@@QEAAXXZ)',
+        'error LNK2001: unresolved external symbol "public: void __cdecl c10::Foo(void)"'
+        " (?Foo@c10@@QEAAXXZ)",
         None,
     ),
 ]
@@ -1099,3 +1141,21 @@ def test_killed_after_a_build_step_is_still_the_compiler() -> None:
     assert [d.rule for d in explain_text(log).diagnoses][:1] == ["memory.bare-killed"]
     repl = ">>> model = build().cuda()\nKilled\n"
     assert [d.rule for d in explain_text(repl).diagnoses][:1] == ["memory.killed-while-running"]
+    # the shell's prompt or Docker's exit line after it does not change what was killed
+    docker = (
+        "  Downloading nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl (664.8 MB)\n"
+        "Killed\nThe command returned a non-zero code: 137\n"
+    )
+    assert [d.rule for d in explain_text(docker).diagnoses][:1] == ["memory.killed-while-running"]
+
+
+def test_a_torch_symbol_missing_on_macos_is_still_a_build_for_another_torch() -> None:
+    log = (
+        "ImportError: dlopen(/Users/me/venv/lib/python3.9/site-packages/torchaudio/lib/"
+        "libtorchaudio.so, 0x0006): Symbol not found: "
+        "__ZN2at14RecordFunctionC1ENS_11RecordScopeEb\n"
+        "  Referenced from: /Users/me/venv/lib/python3.9/site-packages/torchaudio/lib/"
+        "libtorchaudio.so "
+        "(which was built for Mac OS X 11.0)\n"
+    )
+    assert [d.rule for d in explain_text(log).diagnoses][:1] == ["abi.undefined-symbol"]
