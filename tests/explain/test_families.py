@@ -1159,3 +1159,29 @@ def test_a_torch_symbol_missing_on_macos_is_still_a_build_for_another_torch() ->
         "(which was built for Mac OS X 11.0)\n"
     )
     assert [d.rule for d in explain_text(log).diagnoses][:1] == ["abi.undefined-symbol"]
+
+
+def test_a_later_line_refutes_an_earlier_symptom_only() -> None:
+    used = (
+        "ggml_init_cublas: found 1 CUDA devices:\nllm_load_tensors: offloaded 33/33 layers to GPU\n"
+    )
+    # the app's probe said no GPU, then llama.cpp found one and used it: a run that went on
+    assert explain_text("No GPUs detected\n" + used).healthy
+    # the other way round the symptom came last: it stands
+    later = explain_text(used + "No GPUs detected\n")
+    assert [d.rule for d in later.diagnoses] == ["general.no-gpu-found"]
+    # a refuting line alone is never a diagnosis
+    assert explain_text(used).diagnoses == ()
+    # zero devices shows nothing
+    zero = explain_text("No GPUs detected\nggml_init_cublas: found 0 CUDA devices:\n")
+    assert [d.rule for d in zero.diagnoses] == ["general.no-gpu-found"]
+
+
+def test_a_refuting_line_of_another_log_does_not_cancel(tmp_path: Path) -> None:
+    from torchsmith.explain import explain_files  # noqa: PLC0415
+
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("No GPUs detected\n")
+    second.write_text("GPU available: True (cuda), used: True\n")
+    result = explain_files([str(first), str(second)])
+    assert [d.rule for d in result.diagnoses] == ["general.no-gpu-found"]

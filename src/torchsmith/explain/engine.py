@@ -336,10 +336,23 @@ def rank(matches: Iterable[_Match], cut_files: Collection[str] = ()) -> list[lis
     in an error, or its own input was cut inside a traceback (``cut_files``: the run was raising an
     exception where the text stops). Alone, the log is of a run that went on. A rule that
     ``overrides`` others cancels their matches: its line shows their evidence is misleading here.
+    One that ``refutes`` others cancels those of their matches that came before it in the same
+    input, and is never a diagnosis itself.
     """
     ordered = sorted(matches, key=_key)
     cancelled = {rid for m in ordered for rid in m.rule.overrides}
-    ordered = [m for m in ordered if m.rule.id not in cancelled]
+    refuted = {
+        id(earlier)
+        for m in ordered
+        for earlier in ordered
+        if earlier.rule.id in m.rule.refutes and earlier.file == m.file and earlier.order < m.order
+    }
+    # a refuting line is evidence against others, never a diagnosis of its own
+    ordered = [
+        m
+        for m in ordered
+        if m.rule.id not in cancelled and id(m) not in refuted and not m.rule.refutes
+    ]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
     if all(m.rule.corroborate for m in lines) and not ended_in_error:

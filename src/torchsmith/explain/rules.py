@@ -18,7 +18,9 @@ error nothing recognises is reported as a failure, not as healthy. A tail rule m
 (pip's "Successfully installed ...", a torch.utils.collect_env report) says the run finished: errors
 printed before it are not how it ended. A rule that ``overrides`` other rule ids cancels their
 matches in the same run (torch's old-GPU warning naming an AMD GPU on a ROCm build makes the
-warning's own rule misleading).
+warning's own rule misleading). A rule that ``refutes`` other rule ids cancels their matches only
+when its line comes after theirs in the same log: a later line that shows the opposite (llama.cpp
+offloading every layer to the GPU below an app's "No GPUs detected"); it is never shown itself.
 A rule with ``caught = [exception names]`` is a program's notice that it caught one of those
 exceptions and went on (xformers' "A matching Triton is not available", with ``next`` requiring the
 traceback it prints): it is never shown, and no rule reads the exception line that traceback ends
@@ -91,6 +93,7 @@ _KNOWN_KEYS = frozenset(
         "next",
         "tail",
         "overrides",
+        "refutes",
         "ends_well",
         "last_line",
         "caught",
@@ -139,6 +142,9 @@ class Rule:
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
+    # rule ids this one cancels when its line comes after theirs in the same log (the first match
+    # of each is compared): a later line that shows the opposite of their evidence
+    refutes: tuple[str, ...] = ()
     fix_context: tuple[str, ...] = ()
     fix_windows: str = ""  # the fix for a log from Windows, where ``fix`` has POSIX-only commands
     examples: tuple[str, ...] = ()
@@ -284,6 +290,7 @@ def _parse_rule(family: str, raw: Any) -> Rule:
         last_line=bool(raw.get("last_line", False)),
         caught=_strings(raw.get("caught", []), where, "caught", empty=True),
         overrides=_strings(raw.get("overrides", []), where, "overrides", empty=True),
+        refutes=_strings(raw.get("refutes", []), where, "refutes", empty=True),
         fix_context=tuple(
             t.strip() for t in _strings(raw.get("fix_context", []), where, "fix_context", True)
         ),
@@ -371,3 +378,6 @@ def _check_unique(rules: list[Rule]) -> None:
         unknown = set(rule.overrides) - seen
         if unknown:
             raise KnowledgeError(f"explain rules: {rule.id} overrides unknown {sorted(unknown)}")
+        unknown = set(rule.refutes) - seen
+        if unknown:
+            raise KnowledgeError(f"explain rules: {rule.id} refutes unknown {sorted(unknown)}")
