@@ -142,6 +142,8 @@ class Explainer:
         self._open_notices: list[tuple[int, tuple[str, ...]]] = []
         self._caught_lines: set[int] = set()
         self._order = 0
+        # the last line each rule matched in each input, for ``refutes``: (input, rule id) -> line
+        self._last: dict[tuple[str, str], int] = {}
         self._marks = [0, 0]  # Windows and POSIX path marks in the inputs' tails (shell.py)
 
     def feed(self, name: str, data: Iterable[bytes], encoding: str = "utf-8") -> None:
@@ -243,6 +245,7 @@ class Explainer:
         self._marks[1] += posix
 
     def _record(self, rule: Rule, name: str, line: int, text: str, values: dict[str, str]) -> None:
+        self._last[(name, rule.id)] = line
         known = self.matches.get(rule.id)
         if known is None:
             self._count_marks(text.encode("utf-8", "replace"))
@@ -253,12 +256,19 @@ class Explainer:
         for key, value in values.items():
             known.values.setdefault(key, value)
 
+    def refuted(self) -> frozenset[str]:
+        """Rule ids that a ``refutes`` rule's later line showed wrong in every input they matched
+        in (a failure after that line, or in another input, keeps them)."""
+        return _refuted_ids((r for r in self.rules if r.refutes), self._last)
+
     def result(
         self, context: Mapping[str, str] | None = None, source: str | None = None
     ) -> ExplainResult:
         cut_files = {i.name for i in self.inputs if i.traceback_cut_at}
         cut = bool(cut_files)
-        groups = rank([*self.matches.values(), *self.tails], cut_files=cut_files)
+        groups = rank(
+            [*self.matches.values(), *self.tails], cut_files=cut_files, refuted=self.refuted()
+        )
         context = context or {}
         windows, posix = self._marks
         platform = platform_of(windows, posix, machine_os=context.get("os"))
@@ -272,6 +282,20 @@ class Explainer:
             context=source,
             fixes_for=platform,
         )
+
+
+def _refuted_ids(rules: Iterable[Rule], last: Mapping[tuple[str, str], int]) -> frozenset[str]:
+    """The rule ids whose evidence later lines refute: in every input where such a rule matched,
+    its last match comes before the last line of a rule that ``refutes`` it."""
+    refuted = set()
+    for rule in rules:
+        for target in rule.refutes:
+            inputs = [name for name, rid in last if rid == target]
+            if inputs and all(
+                last.get((name, rule.id), 0) > last[(name, target)] for name in inputs
+            ):
+                refuted.add(target)
+    return frozenset(refuted)
 
 
 def last_lines(tail: bytes, lines: int, complete: bool = True) -> Iterator[tuple[int, bytes]]:
@@ -323,7 +347,9 @@ def _key(match: _Match) -> tuple[int, int]:
     return (-match.rule.priority, match.order)
 
 
-def rank(matches: Iterable[_Match], cut_files: Collection[str] = ()) -> list[list[_Match]]:
+def rank(
+    matches: Iterable[_Match], cut_files: Collection[str] = (), refuted: Collection[str] = ()
+) -> list[list[_Match]]:
     """Group matches into problems, most likely root cause first.
 
     Specific root causes win; generic ones (the first compile error) are shown only when no
@@ -336,23 +362,12 @@ def rank(matches: Iterable[_Match], cut_files: Collection[str] = ()) -> list[lis
     in an error, or its own input was cut inside a traceback (``cut_files``: the run was raising an
     exception where the text stops). Alone, the log is of a run that went on. A rule that
     ``overrides`` others cancels their matches: its line shows their evidence is misleading here.
-    One that ``refutes`` others cancels those of their matches that came before it in the same
-    input, and is never a diagnosis itself.
+    ``refuted`` rule ids (Explainer.refuted: later lines showed the opposite) are cancelled too, and
+    a rule that ``refutes`` others is never a diagnosis itself.
     """
     ordered = sorted(matches, key=_key)
-    cancelled = {rid for m in ordered for rid in m.rule.overrides}
-    refuted = {
-        id(earlier)
-        for m in ordered
-        for earlier in ordered
-        if earlier.rule.id in m.rule.refutes and earlier.file == m.file and earlier.order < m.order
-    }
-    # a refuting line is evidence against others, never a diagnosis of its own
-    ordered = [
-        m
-        for m in ordered
-        if m.rule.id not in cancelled and id(m) not in refuted and not m.rule.refutes
-    ]
+    cancelled = {rid for m in ordered for rid in m.rule.overrides} | set(refuted)
+    ordered = [m for m in ordered if m.rule.id not in cancelled and not m.rule.refutes]
     lines = [m for m in ordered if not m.rule.tail]
     ended_in_error = [m for m in ordered if m.rule.tail]
     if all(m.rule.corroborate for m in lines) and not ended_in_error:

@@ -18,9 +18,10 @@ error nothing recognises is reported as a failure, not as healthy. A tail rule m
 (pip's "Successfully installed ...", a torch.utils.collect_env report) says the run finished: errors
 printed before it are not how it ended. A rule that ``overrides`` other rule ids cancels their
 matches in the same run (torch's old-GPU warning naming an AMD GPU on a ROCm build makes the
-warning's own rule misleading). A rule that ``refutes`` other rule ids cancels their matches only
-when its line comes after theirs in the same log: a later line that shows the opposite (llama.cpp
-offloading every layer to the GPU below an app's "No GPUs detected"); it is never shown itself.
+warning's own rule misleading). A rule that ``refutes`` other rule ids cancels them when, in every
+log where they matched, its own last match comes after their last one: a later line that shows the
+opposite (llama.cpp offloading layers to the GPU below an app's "No GPUs detected"); a failure after
+it still stands. It is never shown itself, and neither it nor the rules it names may be tail rules.
 A rule with ``caught = [exception names]`` is a program's notice that it caught one of those
 exceptions and went on (xformers' "A matching Triton is not available", with ``next`` requiring the
 traceback it prints): it is never shown, and no rule reads the exception line that traceback ends
@@ -142,8 +143,8 @@ class Rule:
     # rule ids this one cancels when it matched in the same run (a line that shows another rule's
     # evidence is misleading here: torch's capability warning on a ROCm build)
     overrides: tuple[str, ...] = ()
-    # rule ids this one cancels when its line comes after theirs in the same log (the first match
-    # of each is compared): a later line that shows the opposite of their evidence
+    # rule ids this one cancels when, in every log where they matched, its last match comes after
+    # theirs: a later line that shows the opposite of their evidence (never shown itself)
     refutes: tuple[str, ...] = ()
     fix_context: tuple[str, ...] = ()
     fix_windows: str = ""  # the fix for a log from Windows, where ``fix`` has POSIX-only commands
@@ -370,6 +371,7 @@ def _check_templates(rule: Rule, where: str) -> None:
 
 def _check_unique(rules: list[Rule]) -> None:
     seen: set[str] = set()
+    tails = {r.id for r in rules if r.tail}
     for rule in rules:
         if rule.id in seen:
             raise KnowledgeError(f"explain rules: duplicate rule id {rule.id!r}")
@@ -381,3 +383,5 @@ def _check_unique(rules: list[Rule]) -> None:
         unknown = set(rule.refutes) - seen
         if unknown:
             raise KnowledgeError(f"explain rules: {rule.id} refutes unknown {sorted(unknown)}")
+        if rule.refutes and (rule.tail or set(rule.refutes) & tails):
+            raise KnowledgeError(f"explain rules: {rule.id}: refutes is for line rules, not tail")
