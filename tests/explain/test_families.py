@@ -1204,3 +1204,11 @@ def test_a_refuting_line_of_another_log_does_not_cancel(tmp_path: Path) -> None:
     for logs in ([first, second], [second, first]):
         result = explain_files([str(p) for p in logs])
         assert [d.rule for d in result.diagnoses] == ["general.no-gpu-found"]
+
+
+def test_warp_without_a_driver_is_a_failure_only_where_the_run_failed() -> None:
+    start = "Warp CUDA error: Could not open libcuda.so.\nWarp 1.7.0 initialized:\n"
+    # a CPU-only CI runner: Warp says so at start and the run goes on on the CPU
+    assert explain_text(start + "   CUDA Toolkit 12.8, Driver 0.0\n").healthy
+    failed = start + 'RuntimeError: Error: device "cuda" not found\n'
+    assert [d.rule for d in explain_text(failed).diagnoses][:1] == ["general.warp-no-driver"]
