@@ -173,6 +173,51 @@ def test_a_rule_that_overrides_another_cancels_its_matches() -> None:
     assert [d.rule for d in failed.diagnoses] == ["arch.rocm-capability-misread"]
 
 
+def test_a_later_line_refutes_an_earlier_symptom_only() -> None:
+    used = (
+        "ggml_init_cublas: found 1 CUDA devices:\nllm_load_tensors: offloaded 33/33 layers to GPU\n"
+    )
+    # the app's probe said no GPU, then llama.cpp used one: a run that went on
+    assert explain_text("No GPUs detected\n" + used).healthy
+    # the other way round the symptom came last: it stands
+    later = explain_text(used + "No GPUs detected\n")
+    assert [d.rule for d in later.diagnoses] == ["general.no-gpu-found"]
+    # a refuting line alone is never a diagnosis
+    assert explain_text(used).diagnoses == ()
+    # a CUDA build that found a device and put no layer on it refutes nothing
+    zero = explain_text(
+        "No GPUs detected\nggml_init_cublas: found 1 CUDA devices:\n"
+        "llm_load_tensors: offloaded 0/33 layers to GPU\n"
+    )
+    assert [d.rule for d in zero.diagnoses] == ["general.no-gpu-found"]
+
+
+def test_a_failure_after_the_refuting_line_still_stands() -> None:
+    log = (
+        "No GPUs detected\n"
+        "llm_load_tensors: offloaded 33/33 layers to GPU\n"
+        "RuntimeError: Cannot access accelerator device when none is available.\n"
+    )
+    assert explain_text(log).diagnoses[0].rule == "general.no-gpu-found"
+    # a second run in the same log that found no GPU again
+    again = "No GPUs detected\noffloaded 33/33 layers to GPU\nrun 2\nNo GPUs detected\n"
+    assert [d.rule for d in explain_text(again).diagnoses] == ["general.no-gpu-found"]
+
+
+def test_a_refuting_line_of_another_log_does_not_cancel(tmp_path: Path) -> None:
+    from torchsmith.explain import explain_files  # noqa: PLC0415
+
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("No GPUs detected\n")
+    second.write_text("No GPUs detected\nGPU available: True (cuda), used: True\n")
+    # the second log alone is a run that went on
+    assert explain_files([str(second)]).healthy
+    # the first log's symptom has no line after it that refutes it: it stands, in either order
+    for logs in ([first, second], [second, first]):
+        result = explain_files([str(p) for p in logs])
+        assert [d.rule for d in result.diagnoses] == ["general.no-gpu-found"]
+
+
 def test_an_install_that_finished_after_resolver_errors_is_healthy() -> None:
     log = (
         "ERROR: torchvision 0.9.1 has requirement torch==1.8.1, but you'll have torch "
