@@ -1141,12 +1141,14 @@ def test_killed_after_a_build_step_is_still_the_compiler() -> None:
     assert _top_rule(log) == "memory.bare-killed"
     repl = ">>> model = build().cuda()\nKilled\n"
     assert _top_rule(repl) == "memory.killed-while-running"
-    # the shell's prompt or Docker's exit line after it does not change what was killed
+    # pip killed getting a wheel is pip's own rule, with Docker's exit line after it too
     docker = (
         "  Downloading nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl (664.8 MB)\n"
         "Killed\nThe command returned a non-zero code: 137\n"
     )
-    assert _top_rule(docker) == "memory.killed-while-running"
+    assert _top_rule(docker) == "install.pip-killed-downloading-torch"
+    # and a statement at Python's prompt with the shell's prompt after it
+    assert _top_rule(repl + "$ \n") == "memory.killed-while-running"
 
 
 def test_a_torch_symbol_missing_on_macos_is_still_a_build_for_another_torch() -> None:
