@@ -135,6 +135,7 @@ class Explainer:
         self.matches: dict[str, _Match] = {}
         self.tails: list[_Match] = []  # per input, the last line a ``tail`` rule matched
         self._tail_rules = tuple(r for r in self.rules if r.tail)
+        self._refuting = tuple(r for r in self.rules if r.refutes)
         self.inputs: list[InputSummary] = []
         # the input being read: caught notices whose traceback has not ended yet (their line and the
         # exceptions they catch), and the exception lines those tracebacks ended with (no rule reads
@@ -259,7 +260,7 @@ class Explainer:
     def refuted(self) -> frozenset[str]:
         """Rule ids that a ``refutes`` rule's later line showed wrong in every input they matched
         in (a failure after that line, or in another input, keeps them)."""
-        return _refuted_ids((r for r in self.rules if r.refutes), self._last)
+        return _refuted_ids(self._refuting, self._last)
 
     def result(
         self, context: Mapping[str, str] | None = None, source: str | None = None

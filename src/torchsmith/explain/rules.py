@@ -377,11 +377,9 @@ def _check_unique(rules: list[Rule]) -> None:
             raise KnowledgeError(f"explain rules: duplicate rule id {rule.id!r}")
         seen.add(rule.id)
     for rule in rules:
-        unknown = set(rule.overrides) - seen
-        if unknown:
-            raise KnowledgeError(f"explain rules: {rule.id} overrides unknown {sorted(unknown)}")
-        unknown = set(rule.refutes) - seen
-        if unknown:
-            raise KnowledgeError(f"explain rules: {rule.id} refutes unknown {sorted(unknown)}")
+        for key, named in (("overrides", rule.overrides), ("refutes", rule.refutes)):
+            unknown = set(named) - seen
+            if unknown:
+                raise KnowledgeError(f"explain rules: {rule.id} {key} unknown {sorted(unknown)}")
         if rule.refutes and (rule.tail or set(rule.refutes) & tails):
             raise KnowledgeError(f"explain rules: {rule.id}: refutes is for line rules, not tail")
