@@ -1169,3 +1169,68 @@ def test_warp_without_a_driver_is_a_failure_only_where_the_run_failed() -> None:
     assert explain_text(start + "   CUDA Toolkit 12.8, Driver 0.0\n").healthy
     failed = start + 'RuntimeError: Error: device "cuda" not found\n'
     assert _top_rule(failed) == "general.warp-no-driver"
+
+
+ROUND_47_LINES = [
+    (
+        "RuntimeError: Triton Error [CUDA]: device kernel image is invalid.",
+        "driver.kernel-image-invalid",
+    ),
+    (
+        "[rank0]: RuntimeError: CUDA error: device kernel image is invalid",
+        "driver.kernel-image-invalid",
+    ),
+    # HIP's error of the same words has other causes (an iGPU enumerated first)
+    (
+        "torch.AcceleratorError: HIP error: device kernel image is invalid",
+        "symptom.uncaught-exception",
+    ),
+    # a GPU without code for its arch is error 209, not 200
+    (
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        "arch.no-kernel-image",
+    ),
+    (
+        "ImportError: /opt/nvvl/lib/libnvvl.so: undefined symbol: cuvidGetDecoderCaps",
+        "driver.video-decoder-symbol-missing",
+    ),
+    (
+        "pointnet2/_ext-src/include/utils.h:23:5: error: ‘AT_CHECK’ was not declared in this scope",
+        "general.legacy-torch-header",
+    ),
+    ('src/nms.cu(12): error: identifier "THCState" is undefined', "general.legacy-torch-header"),
+    (
+        "src/nms.cpp:3:1: error: use of undeclared identifier 'THCudaCheck'",
+        "general.legacy-torch-header",
+    ),
+    (
+        '    csrc/ms_deform_attn_cuda.cu(65): error: no suitable conversion function from "const'
+        ' at::DeprecatedTypeProperties" to "c10::ScalarType" exists',
+        "general.legacy-torch-header",
+    ),
+    # the deprecation warning of torch 1.x to 2.5 is no failure, and a THC-named variable of the
+    # project's own is not torch's
+    (
+        "csrc/mlp.cpp:69:53: warning: 'at::DeprecatedTypeProperties& at::Tensor::type() const'"
+        " is deprecated",
+        None,
+    ),
+    (
+        "src/a.cpp:3:1: error: 'THC_THRESHOLD' was not declared in this scope",
+        "generic.compile-error",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "rule"), ROUND_47_LINES)
+def test_round_47_forms(line: str, rule: str | None) -> None:
+    assert _top_rule(line + "\n") == rule
+
+
+def test_nccl_probing_libibverbs_is_no_missing_library() -> None:
+    # NCCL 2.10 names itself before WARN; it goes on over sockets (a healthy run, lightning#10471)
+    log = (
+        "node:34785:34785 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+        "node:34785:34785 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.110.85<0>\n"
+    )
+    assert explain_text(log).healthy
