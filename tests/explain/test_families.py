@@ -1219,6 +1219,15 @@ ROUND_47_LINES = [
         "src/a.cpp:3:1: error: 'THC_THRESHOLD' was not declared in this scope",
         "generic.compile-error",
     ),
+    (
+        "  - nothing provides pytorch needed by micro_sam-0.0.2-pyhd8ed1ab_0",
+        "install.conda-channels-lack-pytorch",
+    ),
+    # a build needing a virtual package the machine lacks is not a missing channel
+    (
+        "  - nothing provides __cuda needed by pytorch-2.1.2-cuda118_py310h8b36b8a_300",
+        "install.conda-no-cuda-virtual-package",
+    ),
 ]
 
 
