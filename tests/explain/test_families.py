@@ -1180,18 +1180,23 @@ ROUND_47_LINES = [
         "[rank0]: RuntimeError: CUDA error: device kernel image is invalid",
         "driver.kernel-image-invalid",
     ),
-    # HIP's error of the same words has other causes (an iGPU enumerated first)
     (
-        "torch.AcceleratorError: HIP error: device kernel image is invalid",
-        "symptom.uncaught-exception",
+        "RuntimeError: CUDA driver error: device kernel image is invalid",
+        "driver.kernel-image-invalid",
     ),
-    # a GPU without code for its arch is error 209, not 200
+    ("CUDA failure 200: device kernel image is invalid ; GPU=0", "driver.kernel-image-invalid"),
+    # a GPU without code for its arch is error 209, not 200; an enum in a source listing is no error
     (
         "RuntimeError: CUDA error: no kernel image is available for execution on the device",
         "arch.no-kernel-image",
     ),
+    ("  if (err == CUDA_ERROR_INVALID_IMAGE) return;", None),
     (
         "ImportError: /opt/nvvl/lib/libnvvl.so: undefined symbol: cuvidGetDecoderCaps",
+        "driver.video-decoder-symbol-missing",
+    ),
+    (
+        "[h264_cuvid @ 0x2993740] Cannot load cuvidGetDecodeStatus",
         "driver.video-decoder-symbol-missing",
     ),
     (
@@ -1204,11 +1209,25 @@ ROUND_47_LINES = [
         "general.legacy-torch-header",
     ),
     (
+        "src\\pcreg.cpp(12): error C3861: 'AT_CHECK': identifier not found",
+        "general.legacy-torch-header",
+    ),
+    (
+        "src\\nms.cu(3): error C2065: 'THCState': undeclared identifier",
+        "general.legacy-torch-header",
+    ),
+    ("src/nms.cpp:4:1: error: ‘THCState’ does not name a type", "general.legacy-torch-header"),
+    ("src/nms.cpp:4:1: error: unknown type name 'THCState'", "general.legacy-torch-header"),
+    (
+        "src/nms.cu:2:10: fatal error: THC/THCDeviceUtils.cuh: No such file or directory",
+        "general.legacy-torch-header",
+    ),
+    (
         '    csrc/ms_deform_attn_cuda.cu(65): error: no suitable conversion function from "const'
         ' at::DeprecatedTypeProperties" to "c10::ScalarType" exists',
         "general.legacy-torch-header",
     ),
-    # the deprecation warning of torch 1.x to 2.5 is no failure, and a THC-named variable of the
+    # the deprecation warning of torch 1.x to 2.5 is no failure, and a THC-named name of the
     # project's own is not torch's
     (
         "csrc/mlp.cpp:69:53: warning: 'at::DeprecatedTypeProperties& at::Tensor::type() const'"
@@ -1219,10 +1238,30 @@ ROUND_47_LINES = [
         "src/a.cpp:3:1: error: 'THC_THRESHOLD' was not declared in this scope",
         "generic.compile-error",
     ),
+    ("src/a.cpp:3:1: error: 'THCOUNT' was not declared in this scope", "generic.compile-error"),
     (
         "  - nothing provides pytorch needed by micro_sam-0.0.2-pyhd8ed1ab_0",
         "install.conda-channels-lack-pytorch",
     ),
+    (
+        "  - nothing provides pytorch >=1.10,<2 needed by foo-1.0-py_0",
+        "install.conda-channels-lack-pytorch",
+    ),
+    (
+        "  - nothing provides pytorch 1.13.1 cuda112py39h_200 needed by foo-1.0-py_0",
+        "install.conda-channels-lack-pytorch",
+    ),
+    ("  - nothing provides requested pytorch 2.1.*", "install.conda-channels-lack-pytorch"),
+    (
+        "  └─ pytorch 2.1.* does not exist (perhaps a typo or a missing channel).",
+        "install.conda-channels-lack-pytorch",
+    ),
+    # other packages whose names start with pytorch or torch
+    ("  - nothing provides pytorch-cuda 11.7.* needed by pytorch-1.13.1-py3.10_cuda11.7_0", None),
+    ("  - nothing provides pytorch_lightning needed by foo-1.0-py_0", None),
+    ("  - nothing provides pytorch-lightning >=1.5 needed by foo-1.0-py_0", None),
+    ("  - nothing provides pytorch-mutex 1.0 cuda needed by foo-1.0-py_0", None),
+    ("  - nothing provides torchvision needed by foo-1.0-py_0", None),
     # a build needing a virtual package the machine lacks is not a missing channel
     (
         "  - nothing provides __cuda needed by pytorch-2.1.2-cuda118_py310h8b36b8a_300",
@@ -1234,6 +1273,17 @@ ROUND_47_LINES = [
 @pytest.mark.parametrize(("line", "rule"), ROUND_47_LINES)
 def test_round_47_forms(line: str, rule: str | None) -> None:
     assert _top_rule(line + "\n") == rule
+
+
+def test_rocm_raises_hip_errors_in_cuda_words() -> None:
+    # ROCm's torch says "CUDA error" for hipErrorInvalidImage and names HIP after it
+    error = "RuntimeError: CUDA error: device kernel image is invalid\n"
+    hip = (
+        "Search for `hipErrorInvalidImage' in https://rocm.docs.amd.com/projects/HIP/en/latest/"
+        "index.html for more information.\n"
+    )
+    assert _top_rule(error) == "driver.kernel-image-invalid"
+    assert _top_rule(error + hip) == "symptom.uncaught-exception"
 
 
 def test_nccl_probing_libibverbs_is_no_missing_library() -> None:
