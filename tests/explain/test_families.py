@@ -1293,3 +1293,38 @@ def test_nccl_probing_libibverbs_is_no_missing_library() -> None:
         "node:34785:34785 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.110.85<0>\n"
     )
     assert explain_text(log).healthy
+
+
+ROUND_48_LINES = [
+    # uv's hint wrapped by the terminal after "only has" (bili2text#95)
+    (
+        "hint: You're on macOS (`macosx_26_0_x86_64`), but `torch` (v2.11.0) only has ",
+        "install.installer-python-range",
+    ),
+    (
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCTensorCopy.cpp line=70 error=59 :"
+        " device-side assert triggered",
+        "devices.device-side-assert",
+    ),
+    (
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:240: nll_loss_forward_reduce_cuda_kernel_2d:"
+        " block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+        "devices.device-side-assert",
+    ),
+    # the line every CUDA error of torch 2.x carries is no assert
+    ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", None),
+]
+
+
+@pytest.mark.parametrize(("line", "rule"), ROUND_48_LINES)
+def test_round_48_forms(line: str, rule: str | None) -> None:
+    assert _top_rule(line + "\n") == rule
+
+
+def test_conda_43_names_the_missing_package_on_the_next_lines() -> None:
+    log = (
+        "PackageNotFoundError: Packages missing in current channels:\n\n  - pytorch\n\n"
+        "We have searched for the packages in the following channels:\n\n"
+        "  - https://conda.anaconda.org/pytorch/linux-ppc64le\n"
+    )
+    assert _top_rule(log) == "install.conda-no-package-for-platform"
