@@ -1311,6 +1311,21 @@ ROUND_48_LINES = [
         " block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
         "devices.device-side-assert",
     ),
+    (
+        "hint: You're on Linux (`manylinux_2_39_aarch64`), but `torchcodec` (v0.9.1) only has"
+        " wheels for",
+        "install.installer-python-range",
+    ),
+    (
+        "ImportError: Error loading shared library ld-linux-x86-64.so.2: No such file or directory"
+        " (needed by /usr/lib/python3.5/site-packages/torch/_C.cpython-35m-x86_64-linux-gnu.so)",
+        "libs.glibc-binary-on-musl",
+    ),
+    (
+        "ImportError: Error relocating /usr/lib/python3.5/site-packages/torch/lib/libcudnn.so.6:"
+        " __strtod_internal: symbol not found",
+        "libs.glibc-binary-on-musl",
+    ),
     # the line every CUDA error of torch 2.x carries is no assert
     ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", None),
 ]
