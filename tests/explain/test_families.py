@@ -1299,7 +1299,7 @@ ROUND_48_LINES = [
     # uv's hint wrapped by the terminal after "only has" (bili2text#95)
     (
         "hint: You're on macOS (`macosx_26_0_x86_64`), but `torch` (v2.11.0) only has ",
-        "install.installer-python-range",
+        "install.installer-no-wheel-for-platform",
     ),
     (
         "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCTensorCopy.cpp line=70 error=59 :"
@@ -1314,7 +1314,7 @@ ROUND_48_LINES = [
     (
         "hint: You're on Linux (`manylinux_2_39_aarch64`), but `torchcodec` (v0.9.1) only has"
         " wheels for",
-        "install.installer-python-range",
+        "install.installer-no-wheel-for-platform",
     ),
     (
         "ImportError: Error loading shared library ld-linux-x86-64.so.2: No such file or directory"
@@ -1328,12 +1328,31 @@ ROUND_48_LINES = [
     ),
     # the line every CUDA error of torch 2.x carries is no assert
     ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", None),
+    # the ABI form wrapped at the same place is the Python's case
+    (
+        "hint: You're using CPython 3.14 (`cp314`), but `torch` (v2.5.1) only has",
+        "install.installer-python-range",
+    ),
+    # glibc's assert in host code is no kernel's
+    ("python: src/main.c:12: main: Assertion `x' failed.", None),
 ]
 
 
 @pytest.mark.parametrize(("line", "rule"), ROUND_48_LINES)
 def test_round_48_forms(line: str, rule: str | None) -> None:
     assert _top_rule(line + "\n") == rule
+
+
+def test_a_device_side_assert_leads_the_nccl_errors_it_causes() -> None:
+    log = (
+        "Loss.cu:240: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0]"
+        " Assertion `t >= 0 && t < n_classes` failed.\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "NCCL WARN Cuda failure 'device-side assert triggered'\n"
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9,"
+        " OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.\n"
+    )
+    assert _top_rule(log) == "devices.device-side-assert"
 
 
 def test_conda_43_names_the_missing_package_on_the_next_lines() -> None:
@@ -1343,3 +1362,8 @@ def test_conda_43_names_the_missing_package_on_the_next_lines() -> None:
         "  - https://conda.anaconda.org/pytorch/linux-ppc64le\n"
     )
     assert _top_rule(log) == "install.conda-no-package-for-platform"
+    # conda 4.3 also names the platform, in the singular
+    singular = log.replace(
+        "Packages missing in current", "Package missing in current linux-ppc64le"
+    )
+    assert _top_rule(singular) == "install.conda-no-package-for-platform"

@@ -273,7 +273,8 @@ ROUND_28_NEARBY = {
     "r28-tv-warning-only-healthy.log": None,
     "r28-comp-local-shadow.log": "symptom.uncaught-exception",  # a torchvision.py of the user's
     "r28-pyg-uv.log": "install.pyg-wheel-needs-its-index",
-    "r28-uvs-xformers-mac.log": "install.installer-python-range",  # the index serves xformers
+    # the index serves xformers
+    "r28-uvs-xformers-mac.log": "install.installer-no-wheel-for-platform",
     "r28-nvcc-cxx20.log": "symptom.ninja-stopped",  # the project's c++20, not torch's headers
     "r28-ld-zh-nonlinker.log": None,
     "r28-cpu-timestamps.log": "general.runs-on-cpu",
